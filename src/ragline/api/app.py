@@ -1,0 +1,40 @@
+"""The FastAPI app factory.
+
+Settings are built by the caller (CLI, tests) and passed in; nothing is read
+at import time. Endpoints are plain ``def`` functions, which FastAPI runs in
+its thread pool, so store and model work never blocks the event loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from ragline import __version__
+from ragline.api import errors
+from ragline.api.routes import collections, documents, health, search
+from ragline.facade import Ragline
+from ragline.settings import Settings
+
+
+def create_app(settings: Settings | None = None, ragline: Ragline | None = None) -> FastAPI:
+    settings = settings or (ragline.settings if ragline else Settings())
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        owned = ragline is None
+        app.state.ragline = ragline or Ragline(settings)
+        try:
+            yield
+        finally:
+            if owned:
+                app.state.ragline.close()
+
+    app = FastAPI(title="ragline", version=__version__, lifespan=lifespan,
+                  description="Self-hosted RAG backend: collections, documents, search.")
+    errors.install(app)
+    for module in (health, collections, documents, search):
+        app.include_router(module.router)
+    return app

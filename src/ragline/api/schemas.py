@@ -1,0 +1,57 @@
+"""Request and response bodies of the data API (spec 000/002)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class CollectionCreate(BaseModel):
+    name: str
+    metadata: dict[str, Any] | None = None
+    embedding_provider: str | None = None
+    embedding_model: str | None = None
+
+
+class MetadataUpdate(BaseModel):
+    metadata: dict[str, Any]
+
+
+class DocumentIn(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    id: str | None = None
+    text: str = ""
+    metadata: dict[str, Any] | None = None
+    embedding: Any = None
+
+
+class DocumentsAdd(BaseModel):
+    documents: list[DocumentIn] | None = None
+
+
+class DocumentsDelete(BaseModel):
+    ids: list[str] | None = None
+    where: dict[str, Any] | None = None
+
+
+class VectorSearch(BaseModel):
+    embedding: Any = None
+    query: str | None = None
+    where: dict[str, Any] | None = None
+    limit: int = Field(10, ge=1, le=1000)
+    include_embeddings: bool = False
+    score_threshold: float | None = None
+
+
+class DocumentOut(BaseModel):
+    id: str
+    text: str
+    metadata: dict[str, Any]
+
+
+class DocumentList(BaseModel):
+    documents: list[DocumentOut]
+    count: int
+    total: int

@@ -1,0 +1,1 @@
+"""The catalog: everything that is not vectors (collections, ingestion state, jobs)."""

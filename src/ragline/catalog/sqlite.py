@@ -1,0 +1,166 @@
+"""SQLite catalog of collections.
+
+One database file in the data directory, WAL mode, one connection per thread.
+A collection row points at its current shard key; replacing that pointer in
+one transaction is how a collection is emptied atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ragline.core.types import CollectionInfo
+from ragline.errors import CollectionExists, CollectionNotFound
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS collections (
+    name TEXT PRIMARY KEY,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    dimension INTEGER,
+    embedding_provider TEXT,
+    embedding_model TEXT,
+    shard TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS retired_shards (
+    shard TEXT PRIMARY KEY,
+    retired_at TEXT NOT NULL
+);
+"""
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+class Catalog:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._write = threading.Lock()
+        with self._write:
+            self._conn().executescript(SCHEMA)  # executescript manages its own transaction
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=30, isolation_level=None,
+                                   check_same_thread=False)
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            self._local.conn = conn
+        return conn
+
+    @contextmanager
+    def tx(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction (serialised in-process; SQLite serialises across processes)."""
+        with self._write:
+            db = self._conn()
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+    def read(self) -> sqlite3.Connection:
+        return self._conn()
+
+    # -- collections ---------------------------------------------------------------
+    @staticmethod
+    def _info(row: sqlite3.Row) -> CollectionInfo:
+        return CollectionInfo(
+            name=row["name"], metadata=json.loads(row["metadata"]), dimension=row["dimension"],
+            embedding_provider=row["embedding_provider"], embedding_model=row["embedding_model"],
+            created_at=row["created_at"], updated_at=row["updated_at"], shard=row["shard"],
+        )
+
+    def create_collection(
+        self, name: str, metadata: dict[str, Any], shard: str, dimension: int | None,
+        embedding_provider: str | None, embedding_model: str | None,
+    ) -> CollectionInfo:
+        ts = now_iso()
+        try:
+            with self.tx() as db:
+                db.execute(
+                    "INSERT INTO collections VALUES (?,?,?,?,?,?,?,?)",
+                    (name, json.dumps(metadata), dimension, embedding_provider,
+                     embedding_model, shard, ts, ts),
+                )
+        except sqlite3.IntegrityError:
+            raise CollectionExists(f"Collection '{name}' already exists") from None
+        return self.get_collection(name)
+
+    def find_collection(self, name: str) -> CollectionInfo | None:
+        row = self.read().execute("SELECT * FROM collections WHERE name=?", (name,)).fetchone()
+        return self._info(row) if row else None
+
+    def get_collection(self, name: str, *, message: str | None = None) -> CollectionInfo:
+        info = self.find_collection(name)
+        if info is None:
+            raise CollectionNotFound(name, message=message)
+        return info
+
+    def list_collections(self) -> list[CollectionInfo]:
+        rows = self.read().execute("SELECT * FROM collections ORDER BY name").fetchall()
+        return [self._info(r) for r in rows]
+
+    def set_metadata(self, name: str, metadata: dict[str, Any]) -> CollectionInfo:
+        with self.tx() as db:
+            cur = db.execute("UPDATE collections SET metadata=?, updated_at=? WHERE name=?",
+                             (json.dumps(metadata), now_iso(), name))
+            if cur.rowcount == 0:
+                raise CollectionNotFound(name)
+        return self.get_collection(name)
+
+    def set_dimension(self, name: str, dimension: int) -> None:
+        with self.tx() as db:
+            db.execute("UPDATE collections SET dimension=?, updated_at=? WHERE name=? "
+                       "AND dimension IS NULL", (dimension, now_iso(), name))
+
+    def swap_shard(self, name: str, old: str, new: str) -> None:
+        """Point a collection at a new shard and retire the old one, in one transaction."""
+        with self.tx() as db:
+            cur = db.execute("UPDATE collections SET shard=?, updated_at=? WHERE name=? "
+                             "AND shard=?", (new, now_iso(), name, old))
+            if cur.rowcount == 0:
+                raise CollectionNotFound(name)
+            db.execute("INSERT OR REPLACE INTO retired_shards VALUES (?,?)", (old, now_iso()))
+
+    def delete_collection(self, name: str) -> CollectionInfo:
+        with self.tx() as db:
+            row = db.execute("SELECT * FROM collections WHERE name=?", (name,)).fetchone()
+            if row is None:
+                raise CollectionNotFound(name)
+            db.execute("DELETE FROM collections WHERE name=?", (name,))
+            db.execute("INSERT OR REPLACE INTO retired_shards VALUES (?,?)",
+                       (row["shard"], now_iso()))
+        return self._info(row)
+
+    def retired_shards(self) -> list[str]:
+        return [r[0] for r in self.read().execute("SELECT shard FROM retired_shards")]
+
+    def forget_retired(self, shard: str) -> None:
+        with self.tx() as db:
+            db.execute("DELETE FROM retired_shards WHERE shard=?", (shard,))
+
+    def live_shards(self) -> set[str]:
+        return {r[0] for r in self.read().execute("SELECT shard FROM collections")}
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None

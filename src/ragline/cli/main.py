@@ -1,0 +1,113 @@
+"""The ``ragline`` command line: serve, optimize, and (as they land) ingest and eval.
+
+Settings are built here, once, from the environment plus the flags given.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ragline.settings import Settings
+
+app = typer.Typer(help="ragline: a self-hosted RAG backend.", no_args_is_help=True,
+                  pretty_exceptions_enable=False)
+
+log = logging.getLogger("ragline")
+
+
+def _cross_encoder_help() -> str:
+    try:
+        from ragline.providers.rerankers.catalog import help_text
+    except ImportError:
+        return "Cross-encoder model (Hugging Face name or cached id) for /rerank."
+    return help_text()
+
+
+def build_settings(data_dir: Path | None = None, **overrides: object) -> Settings:
+    values = {k: v for k, v in overrides.items() if v is not None}
+    if data_dir is not None:
+        values["data_dir"] = data_dir
+    return Settings(**values)  # type: ignore[arg-type]
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    data_dir: Annotated[Path | None, typer.Option(help="Data directory (default ./data).")] = None,
+    cross_encoder: Annotated[str | None, typer.Option(
+        "--cross-encoder", help=_cross_encoder_help())] = None,
+    cross_encoder_path: Annotated[Path | None, typer.Option(
+        "--cross-encoder-path", help="Local directory of a cross-encoder; no hub access.")] = None,
+    list_reranker_models: Annotated[bool, typer.Option(
+        "--list-reranker-models", help="Print recommended cross-encoders and exit.")] = False,
+    log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+) -> None:
+    """Serve the HTTP API (embedded store, nothing else to start)."""
+    if list_reranker_models:
+        from ragline.providers.rerankers.catalog import render_list
+
+        typer.echo(render_list())
+        raise typer.Exit(0)
+    logging.basicConfig(level=log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    settings = build_settings(data_dir, host=host, port=port, log_level=log_level,
+                              cross_encoder_model=cross_encoder,
+                              cross_encoder_path=cross_encoder_path)
+    import uvicorn
+
+    from ragline.api.app import create_app
+    from ragline.facade import Ragline
+
+    try:
+        rl = Ragline(settings)
+        _load_cross_encoder(rl)
+    except Exception as exc:
+        log.critical("start-up failed: %s", exc)
+        raise typer.Exit(1) from exc
+    try:
+        uvicorn.run(create_app(ragline=rl), host=host, port=port, log_level=log_level)
+    finally:
+        rl.close()
+
+
+def _load_cross_encoder(rl: object) -> None:
+    try:
+        from ragline.providers.rerankers.cross_encoder import load_from_settings
+    except ImportError:
+        return
+    rl.cross_encoder = load_from_settings(rl.settings)  # type: ignore[attr-defined]
+
+
+@app.command()
+def optimize(
+    data_dir: Annotated[Path | None, typer.Option(help="Data directory (default ./data).")] = None,
+    collection: Annotated[str | None, typer.Option(help="Only this collection.")] = None,
+) -> None:
+    """Build HNSW and payload indexes (run while the server is stopped: Edge holds the GIL)."""
+    from ragline.facade import Ragline
+
+    rl = Ragline(build_settings(data_dir))
+    try:
+        for c in rl.collections.all():
+            if collection and c.name != collection:
+                continue
+            if c.dimension:
+                changed = rl.store.optimize(c.shard)
+                typer.echo(f"{c.name}: {'optimized' if changed else 'already optimal'}")
+    finally:
+        rl.close()
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Pure domain code: types, the where language, ids. No I/O."""

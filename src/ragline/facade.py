@@ -1,0 +1,51 @@
+"""The ``Ragline`` facade: built once from Settings, owns providers and services.
+
+The HTTP app, the CLI and library users all go through this object, which is
+why they behave the same.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ragline.catalog.sqlite import Catalog
+from ragline.providers.registry import registry
+from ragline.providers.stores.base import VectorStore
+from ragline.providers.stores.qdrant_edge.provider import disk_usage
+from ragline.services.collections import CollectionService
+from ragline.services.documents import DocumentService
+from ragline.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+class Ragline:
+    def __init__(self, settings: Settings | None = None) -> None:
+        self.settings = settings or Settings()
+        s = self.settings
+        s.data_dir.mkdir(parents=True, exist_ok=True)
+        self.catalog = Catalog(s.catalog_path())
+        store_cls = registry.get("stores", s.store)
+        self.store: VectorStore = store_cls(store_cls.Config(
+            path=s.shards_dir(),
+            exact_search_max_matches=s.exact_search_max_matches,
+            hnsw_ef=s.hnsw_ef,
+        ))
+        self.collections = CollectionService(self.catalog, self.store)
+        self.documents = DocumentService(
+            self.collections, self.store, s.max_documents_per_request
+        )
+        self.cross_encoder: Any = None
+        self.collections.recover()
+
+    @property
+    def tenant(self) -> str:
+        return self.settings.default_tenant
+
+    def storage_bytes(self) -> int:
+        return disk_usage(self.settings.data_dir)
+
+    def close(self) -> None:
+        self.store.close()
+        self.catalog.close()

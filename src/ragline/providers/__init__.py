@@ -1,0 +1,1 @@
+"""Adapters to the outside world (stores, embedders, rerankers, LLMs) and their registry."""

@@ -1,0 +1,1 @@
+"""Reranking providers."""

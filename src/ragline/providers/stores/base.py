@@ -1,0 +1,77 @@
+"""The vector-store protocol.
+
+A store keeps shards (one per collection generation) addressed by an opaque
+``key`` that the catalog hands out; collection names, metadata and embedding
+settings live in the catalog, not here. That split is what lets "empty a
+collection" be a pointer swap instead of a 50,000-point delete.
+
+Every method takes the tenant explicitly: isolation is enforced by the store's
+own filter on every call, not left to callers.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from ragline.core.filters import Node
+from ragline.core.types import Page, Record, Scalar, ScoredRecord, Vector
+from ragline.providers.base import Health, ProviderConfig
+
+
+@runtime_checkable
+class VectorStore(Protocol):
+    name: ClassVar[str]
+    kind: ClassVar[str]
+    Config: ClassVar[type[ProviderConfig]]
+
+    def create_shard(self, key: str, dimension: int) -> None:
+        """Create an empty shard; a no-op if it exists with the same dimension."""
+
+    def has_shard(self, key: str) -> bool: ...
+
+    def drop_shard(self, key: str) -> None:
+        """Remove a shard and its files; a no-op if it does not exist."""
+
+    def upsert(self, key: str, records: list[Record]) -> None:
+        """Insert or replace records (all have embeddings of the shard's dimension).
+
+        Callers validate first; the store writes the batch as one operation.
+        """
+
+    def get(self, key: str, tenant: str, ids: list[str]) -> list[Record]: ...
+
+    def delete_ids(self, key: str, tenant: str, ids: list[str]) -> int: ...
+
+    def delete_where(self, key: str, tenant: str, where: Node | None) -> int: ...
+
+    def list_page(
+        self, key: str, tenant: str, where: Node | None, limit: int, offset: int
+    ) -> Page: ...
+
+    def count(self, key: str, tenant: str, where: Node | None) -> int: ...
+
+    def search(
+        self,
+        key: str,
+        tenant: str,
+        vector: Vector,
+        where: Node | None,
+        limit: int,
+        with_vectors: bool = False,
+        score_threshold: float | None = None,
+    ) -> list[ScoredRecord]: ...
+
+    def distinct(self, key: str, tenant: str, field: str) -> list[Scalar]: ...
+
+    def size_bytes(self, key: str) -> int: ...
+
+    def optimize(self, key: str) -> bool: ...
+
+    @classmethod
+    def connection_schema(cls) -> dict[str, Any]: ...
+
+    def capabilities(self) -> list[str]: ...
+
+    def health(self) -> Health: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,1 @@
+"""Qdrant Edge: the Qdrant engine in-process, the default store."""

@@ -1,0 +1,179 @@
+"""Documents in a collection: add (upsert), list, get, delete, search, distinct values.
+
+Every write is validated completely before the store is touched, and each
+request reaches the store as one batch, so a request is written whole or not
+at all (see :mod:`ragline.services.validation`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ragline.core.filters import Node
+from ragline.core.ids import new_doc_id
+from ragline.core.types import CollectionInfo, Page, Record, Scalar, ScoredRecord
+from ragline.errors import InvalidInput, PayloadTooLarge
+from ragline.providers.stores.base import VectorStore
+from ragline.services.collections import MSG_NOT_EXIST, CollectionService
+from ragline.services.validation import (
+    MSG_NO_EMBEDDINGS,
+    MSG_REQUIRED,
+    check_dimension,
+    check_metadata,
+    check_vector,
+)
+
+# (collection, texts) -> vectors; None when the collection has no embedder
+EmbedFn = Callable[[CollectionInfo, list[str]], np.ndarray]
+
+
+@dataclass
+class DocumentInput:
+    text: str
+    metadata: dict[str, Any] | None = None
+    embedding: Any = None
+    id: str | None = None
+
+
+class DocumentService:
+    def __init__(
+        self, collections: CollectionService, store: VectorStore, max_per_request: int,
+        embed_documents: EmbedFn | None = None,
+    ) -> None:
+        self.collections = collections
+        self.store = store
+        self.max_per_request = max_per_request
+        self.embed_documents = embed_documents
+
+    def _has_embedder(self, info: CollectionInfo) -> bool:
+        return self.embed_documents is not None and bool(info.embedding_provider)
+
+    # -- writes ------------------------------------------------------------------------
+    def add(self, name: str, docs: list[DocumentInput] | None, tenant: str) -> list[str]:
+        if not docs:
+            raise InvalidInput(MSG_REQUIRED)
+        if len(docs) > self.max_per_request:
+            raise PayloadTooLarge(
+                f"Too many documents in one request: {len(docs)} (maximum "
+                f"{self.max_per_request}); send them in several requests"
+            )
+        info = self.collections.get(name)
+        missing = [i for i, d in enumerate(docs) if d.embedding is None]
+        if missing and not self._has_embedder(info):
+            raise InvalidInput(MSG_NO_EMBEDDINGS)
+        ids: list[str] = []
+        seen: set[str] = set()
+        for i, d in enumerate(docs):
+            if not isinstance(d.text, str):
+                raise InvalidInput(f"Invalid document at index {i}: 'text' must be a string")
+            doc_id = d.id if d.id is not None else new_doc_id()
+            if not isinstance(doc_id, str) or not doc_id:
+                raise InvalidInput(
+                    f"Invalid document at index {i}: 'id' must be a non-empty string"
+                )
+            if doc_id in seen:
+                raise InvalidInput(f"Duplicate document id '{doc_id}' in request (index {i})")
+            seen.add(doc_id)
+            ids.append(doc_id)
+            check_metadata(d.metadata, f"document at index {i}")
+        vectors: list[np.ndarray | None] = [None] * len(docs)
+        dim0: int | None = None
+        for i, d in enumerate(docs):
+            if d.embedding is None:
+                continue
+            vec = check_vector(d.embedding, f"document at index {i}")
+            if dim0 is None:
+                dim0 = len(vec)
+            elif len(vec) != dim0:
+                first = next(j for j, v in enumerate(vectors) if v is not None)
+                raise InvalidInput(
+                    f"Embedding dimension mismatch: document at index {i} has {len(vec)} "
+                    f"dimensions, but document at index {first} has {dim0}"
+                )
+            vectors[i] = vec
+        if missing:
+            assert self.embed_documents is not None
+            embedded = self.embed_documents(info, [docs[i].text for i in missing])
+            for j, i in enumerate(missing):
+                vectors[i] = np.asarray(embedded[j], dtype=np.float32)
+        dim = len(vectors[0])  # type: ignore[arg-type]
+        for i, v in enumerate(vectors):
+            assert v is not None
+            check_dimension(len(v), dim, f"document at index {i}", name)
+        records = [
+            Record(ids[i], d.text, dict(d.metadata or {}), vectors[i], tenant)
+            for i, d in enumerate(docs)
+        ]
+        with self.collections.lock(name):
+            info = self.collections.get(name)
+            check_dimension(dim, info.dimension, "the documents", name)
+            if info.dimension is None:
+                self.store.create_shard(info.shard, dim)
+                self.collections.catalog.set_dimension(name, dim)
+            elif not self.store.has_shard(info.shard):
+                self.store.create_shard(info.shard, info.dimension)
+        # the shard key is re-read so a concurrent "empty" is never written around
+        self.store.upsert(self.collections.get(name).shard, records)
+        return ids
+
+    def delete(self, name: str, tenant: str, ids: list[str] | None, where: Node | None) -> int:
+        info = self.collections.get(name)
+        if ids is None and where is None:
+            raise InvalidInput("Give 'ids' or 'where' to choose the documents to delete")
+        deleted = 0
+        if ids is not None:
+            if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+                raise InvalidInput("'ids' must be a list of strings")
+            if where is None:
+                return self.store.delete_ids(info.shard, tenant, ids)
+            keep = {r.id for r in self.store.get(info.shard, tenant, ids)
+                    if _matches(r, where)}
+            return self.store.delete_ids(info.shard, tenant, sorted(keep))
+        deleted = self.store.delete_where(info.shard, tenant, where)
+        return deleted
+
+    # -- reads ----------------------------------------------------------------------------
+    def list_page(
+        self, name: str, tenant: str, where: Node | None, limit: int, offset: int
+    ) -> Page:
+        info = self.collections.get(name)
+        if offset < 0:
+            raise InvalidInput("'offset' must be 0 or more")
+        if limit < 0:
+            raise InvalidInput("'limit' must be 0 or more")
+        return self.store.list_page(info.shard, tenant, where, limit, offset)
+
+    def get(self, name: str, tenant: str, doc_id: str) -> Record | None:
+        info = self.collections.get(name)
+        found = self.store.get(info.shard, tenant, [doc_id])
+        return found[0] if found else None
+
+    def count(self, name: str, tenant: str, where: Node | None = None) -> int:
+        info = self.collections.get(name)
+        return self.store.count(info.shard, tenant, where)
+
+    def search_vector(
+        self, name: str, tenant: str, embedding: Any, where: Node | None, limit: int,
+        with_vectors: bool = False, score_threshold: float | None = None,
+    ) -> list[ScoredRecord]:
+        info = self.collections.get(name)
+        vec = check_vector(embedding, "the query")
+        check_dimension(len(vec), info.dimension, "the query embedding", name)
+        if not 1 <= limit <= 1000:
+            raise InvalidInput("'limit' must be between 1 and 1000")
+        return self.store.search(info.shard, tenant, vec, where, limit, with_vectors,
+                                 score_threshold)
+
+    def distinct(self, name: str, tenant: str, field: str) -> list[Scalar]:
+        info = self.collections.catalog.get_collection(name, message=MSG_NOT_EXIST.format(name))
+        return self.store.distinct(info.shard, tenant, field)
+
+
+def _matches(record: Record, where: Node) -> bool:
+    from ragline.core.filter_eval import matches
+
+    return matches(where, record.metadata)

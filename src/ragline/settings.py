@@ -1,0 +1,75 @@
+"""All configuration in one pydantic-settings object.
+
+Built once, in the app factory or the CLI, never at import time, so tests can
+build as many differently configured apps as they like. Every field reads from
+``RAGLINE_<FIELD>`` (or a ``.env`` file); secrets are ``SecretStr`` so they
+never show up in logs, reprs or API responses.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="RAGLINE_", env_file=".env", extra="ignore", env_file_encoding="utf-8"
+    )
+
+    # --- storage -----------------------------------------------------------
+    data_dir: Path = Field(Path("./data"), description="Where the catalog and shards live.")
+    store: str = Field("qdrant-edge", description="Vector store provider name.")
+    default_tenant: str = "default"
+
+    # --- limits ------------------------------------------------------------
+    max_documents_per_request: int = 50_000
+    list_default_limit: int = 100
+    list_max_limit: int = 1000
+    filter_max_depth: int = 8
+    filter_max_conditions: int = 256
+    filter_max_in_values: int = 1024
+
+    # --- search tuning (see docs/search-recall.md) ---------------------------
+    exact_search_max_matches: int = Field(
+        25_000,
+        description="Filtered searches matching at most this many points use exact search "
+        "(recall 1.0); broader filters use HNSW with hnsw_ef.",
+    )
+    hnsw_ef: int = 256
+
+    # --- embeddings --------------------------------------------------------
+    default_embedder: str = "local"
+    default_embedding_model: str | None = None
+    default_collection: str | None = None
+    embedding_cache_size: int = 10_000
+    openai_api_key: SecretStr | None = None
+    openai_base_url: str = "https://api.openai.com/v1"
+
+    # --- reranking ---------------------------------------------------------
+    cross_encoder_model: str | None = Field(
+        None, description="Hub name or local path of a cross-encoder (env CROSS_ENCODER_MODEL too)."
+    )
+    cross_encoder_path: Path | None = None
+    rerank_max_documents: int = 1000
+    rerank_max_chars: int = 4000
+
+    # --- ingestion ---------------------------------------------------------
+    max_upload_bytes: int = 20 * 1024 * 1024
+    allow_private_urls: bool = False
+    github_webhook_secret: SecretStr | None = None
+    github_repo_path: Path | None = None
+    github_branch: str = "main"
+
+    # --- server ------------------------------------------------------------
+    host: str = "127.0.0.1"
+    port: int = 8000
+    log_level: str = "info"
+
+    def shards_dir(self) -> Path:
+        return self.data_dir / "collections"
+
+    def catalog_path(self) -> Path:
+        return self.data_dir / "catalog.sqlite3"

@@ -1,0 +1,162 @@
+"""Conformance suite every VectorStore provider runs.
+
+Use it by subclassing in a provider's test module and supplying a ``store``
+fixture that returns a fresh, empty store::
+
+    class TestMyStore(StoreConformance):
+        @pytest.fixture
+        def store(self, tmp_path): return MyStore(MyStore.Config(path=tmp_path))
+
+The filter property test compares the store with the reference evaluator in
+:mod:`ragline.core.filter_eval`, which defines the ``where`` semantics.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ragline.core.filter_eval import matches
+from ragline.core.filters import parse_where
+from ragline.core.types import Record
+from ragline.providers.stores.base import VectorStore
+from ragline.testing.strategies import filters, metadata
+
+DIM = 8
+
+
+def vec(seed: int) -> np.ndarray:
+    v = np.random.default_rng(seed).normal(size=DIM).astype(np.float32)
+    return v
+
+
+def rec(i: int, meta: dict[str, Any] | None = None, tenant: str = "default") -> Record:
+    return Record(f"doc-{i}", f"text {i}", meta or {}, vec(i), tenant)
+
+
+class StoreConformance:
+    """Behaviour every store must show; subclasses provide the ``store`` fixture."""
+
+    @pytest.fixture
+    def key(self, store: VectorStore) -> str:
+        k = uuid.uuid4().hex
+        store.create_shard(k, DIM)
+        return k
+
+    def test_create_is_idempotent_and_dimension_checked(self, store: VectorStore) -> None:
+        k = uuid.uuid4().hex
+        assert not store.has_shard(k)
+        store.create_shard(k, DIM)
+        store.create_shard(k, DIM)
+        assert store.has_shard(k)
+        with pytest.raises(Exception, match="dimension"):
+            store.create_shard(k, DIM + 1)
+
+    def test_upsert_get_roundtrip_and_overwrite(self, store: VectorStore, key: str) -> None:
+        store.upsert(key, [rec(1, {"a": "x", "tags": ["p", "q"], "n": 2.5})])
+        [got] = store.get(key, "default", ["doc-1"])
+        assert (got.id, got.text, got.metadata) == ("doc-1", "text 1",
+                                                    {"a": "x", "tags": ["p", "q"], "n": 2.5})
+        store.upsert(key, [Record("doc-1", "new", {"a": "y"}, vec(5))])
+        [got] = store.get(key, "default", ["doc-1"])
+        assert (got.text, got.metadata) == ("new", {"a": "y"})
+        assert store.count(key, "default", None) == 1
+        assert store.get(key, "default", ["missing"]) == []
+
+    def test_search_orders_by_cosine_and_returns_original_vectors(
+        self, store: VectorStore, key: str
+    ) -> None:
+        recs = [rec(i) for i in range(20)]
+        recs[3].embedding = recs[3].embedding * 7  # cosine ignores scale
+        store.upsert(key, recs)
+        q = vec(3)
+        hits = store.search(key, "default", q, None, 5, with_vectors=True)
+        assert hits[0].id == "doc-3"
+        assert hits[0].score == pytest.approx(1.0, abs=1e-4)
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+        mat = np.stack([r.embedding for r in recs])
+        cos = mat @ q / (np.linalg.norm(mat, axis=1) * np.linalg.norm(q))
+        assert [h.id for h in hits] == [f"doc-{i}" for i in np.argsort(-cos)[:5]]
+        assert hits[0].embedding is not None
+        np.testing.assert_allclose(hits[0].embedding, recs[3].embedding, rtol=1e-4)
+        above = store.search(key, "default", q, None, 20, score_threshold=0.5)
+        assert all(h.score >= 0.5 for h in above)
+        assert len(above) == int((cos >= 0.5).sum())
+
+    def test_tenants_are_isolated(self, store: VectorStore, key: str) -> None:
+        store.upsert(key, [rec(1, tenant="t1"), rec(1, tenant="t2"), rec(2, tenant="t2")])
+        assert store.count(key, "t1", None) == 1
+        assert store.count(key, "t2", None) == 2
+        assert {h.id for h in store.search(key, "t1", vec(2), None, 10)} == {"doc-1"}
+        assert store.delete_where(key, "t1", None) == 1
+        assert store.count(key, "t2", None) == 2
+
+    def test_delete_by_ids_and_where(self, store: VectorStore, key: str) -> None:
+        store.upsert(key, [rec(i, {"g": i % 3}) for i in range(30)])
+        assert store.delete_ids(key, "default", ["doc-1", "doc-2", "nope", "doc-1"]) == 2
+        assert store.delete_where(key, "default", parse_where({"g": 0})) == 10
+        left = store.list_page(key, "default", None, 100, 0)
+        assert left.total == 18
+        assert all(r.metadata["g"] != 0 for r in left.records)
+
+    def test_paging_is_stable_and_complete(self, store: VectorStore, key: str) -> None:
+        store.upsert(key, [rec(i, {"even": i % 2 == 0}) for i in range(57)])
+        where = parse_where({"even": True})
+        seen: list[str] = []
+        for off in range(0, 40, 7):
+            page = store.list_page(key, "default", where, 7, off)
+            assert page.total == 29
+            seen += [r.id for r in page.records]
+        assert len(seen) == len(set(seen)) == 29
+        again = [r.id for r in store.list_page(key, "default", where, 100, 0).records]
+        assert again == seen
+        assert store.list_page(key, "default", where, 10, 500).records == []
+
+    def test_distinct_values_sorted_and_deduplicated(self, store: VectorStore, key: str) -> None:
+        store.upsert(key, [
+            rec(1, {"region": "British Classics", "tags": ["b", "a"]}),
+            rec(2, {"region": "Asian & Middle Eastern Sweets", "tags": ["a"]}),
+            rec(3, {"region": "British Classics", "n": 2.5}),
+            rec(4, {"region": "French Pastries", "n": 1}),
+        ])
+        assert store.distinct(key, "default", "region") == [
+            "Asian & Middle Eastern Sweets", "British Classics", "French Pastries"]
+        assert store.distinct(key, "default", "tags") == ["a", "b"]
+        assert store.distinct(key, "default", "n") == [1, 2.5]
+        assert store.distinct(key, "default", "nonexistent") == []
+
+    def test_drop_shard_removes_everything(self, store: VectorStore, key: str) -> None:
+        store.upsert(key, [rec(1)])
+        store.drop_shard(key)
+        assert not store.has_shard(key)
+        store.drop_shard(key)  # idempotent
+
+    @settings(max_examples=40, deadline=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                     HealthCheck.too_slow])
+    @given(metas=st.lists(metadata(), min_size=1, max_size=25),
+           wheres=st.lists(filters, min_size=1, max_size=6))
+    def test_filters_match_reference_evaluator(
+        self, store: VectorStore, metas: list[dict[str, Any]], wheres: list[dict[str, Any]]
+    ) -> None:
+        k = uuid.uuid4().hex
+        store.create_shard(k, DIM)
+        try:
+            store.upsert(k, [rec(i, m) for i, m in enumerate(metas)])
+            for raw in wheres:
+                node = parse_where(raw)
+                expected = {f"doc-{i}" for i, m in enumerate(metas) if matches(node, m)}
+                page = store.list_page(k, "default", node, 1000, 0)
+                got = {r.id for r in page.records}
+                assert got == expected, f"where={raw}"
+                assert page.total == len(expected)
+                assert store.count(k, "default", node) == len(expected)
+                hits = store.search(k, "default", vec(99), node, 1000)
+                assert {h.id for h in hits} == expected, f"search where={raw}"
+        finally:
+            store.drop_shard(k)
