@@ -104,6 +104,16 @@ class CollectionService:
             log.warning("could not drop retired shard %s yet: %s", shard, exc)
 
     def recover(self) -> None:
-        """Finish what a crash interrupted: drop retired shards."""
+        """Finish what a crash interrupted.
+
+        Retired shards (an empty or delete that did not get to drop them) are
+        dropped; shards no collection points at (a create or empty interrupted
+        before its catalog write) are removed.
+        """
         for shard in self.catalog.retired_shards():
             self._drop_retired(shard)
+        live = self.catalog.live_shards()
+        for shard in self.store.shard_keys():
+            if shard not in live:
+                log.info("removing orphan shard %s", shard)
+                self.store.drop_shard(shard)

@@ -83,7 +83,8 @@ class StoreConformance:
         cos = mat @ q / (np.linalg.norm(mat, axis=1) * np.linalg.norm(q))
         assert [h.id for h in hits] == [f"doc-{i}" for i in np.argsort(-cos)[:5]]
         assert hits[0].embedding is not None
-        np.testing.assert_allclose(hits[0].embedding, recs[3].embedding, rtol=1e-4)
+        np.testing.assert_allclose(np.asarray(hits[0].embedding, dtype=np.float64),
+                                   np.asarray(recs[3].embedding, dtype=np.float64), rtol=1e-4)
         above = store.search(key, "default", q, None, 20, score_threshold=0.5)
         assert all(h.score >= 0.5 for h in above)
         assert len(above) == int((cos >= 0.5).sum())

@@ -29,6 +29,9 @@ class VectorStore(Protocol):
 
     def has_shard(self, key: str) -> bool: ...
 
+    def shard_keys(self) -> list[str]:
+        """Every shard on disk (to find orphans after a crash)."""
+
     def drop_shard(self, key: str) -> None:
         """Remove a shard and its files; a no-op if it does not exist."""
 

@@ -93,6 +93,10 @@ class QdrantEdgeStore:
     def has_shard(self, key: str) -> bool:
         return key in self._shards or (self._dir(key) / "ragline_dim").exists()
 
+    def shard_keys(self) -> list[str]:
+        return sorted(p.name for p in self.root.iterdir()
+                      if p.is_dir() and not p.name.startswith("."))
+
     def _open(self, key: str) -> _Shard | None:
         with self._open_lock:
             sh = self._shards.get(key)

@@ -1,0 +1,48 @@
+"""Health and info report real state, and degrade when the store breaks."""
+
+import shutil
+
+from fastapi.testclient import TestClient
+
+from ragline.settings import Settings
+from tests.api.helpers import add, doc, make_collection
+
+
+def test_health_reports_store_collections_and_size(client: TestClient) -> None:
+    make_collection(client, "a")
+    add(client, "a", [doc(i) for i in range(10)])
+    body = client.get("/health").json()
+    assert body["status"] == "healthy"
+    assert body["store"]["status"] == "ok" and body["store"]["details"]["engine"] == "qdrant-edge"
+    assert body["collections"] == 1
+    assert body["storage_bytes"] > 0
+    assert body["version"] and body["timestamp"]
+    assert "cross_encoder" not in body
+
+
+def test_info_lists_counts_dimensions_and_sizes(client: TestClient) -> None:
+    make_collection(client, "a")
+    make_collection(client, "b")
+    add(client, "a", [doc(i, dim=8) for i in range(7)])
+    body = client.get("/info").json()
+    cols = {c["name"]: c for c in body["collections"]}
+    assert cols["a"]["count"] == 7 and cols["a"]["dimension"] == 8
+    assert cols["a"]["size_bytes"] > 0
+    assert cols["b"]["count"] == 0 and cols["b"]["dimension"] is None
+    assert body["total_documents"] == 7
+
+
+def test_health_is_degraded_when_the_store_directory_is_gone(
+    client: TestClient, settings: Settings
+) -> None:
+    shutil.rmtree(settings.shards_dir())
+    settings.shards_dir().write_text("not a directory")  # mkdir now fails
+    body = client.get("/health").json()
+    assert body["status"] == "degraded"
+    assert body["store"]["status"] == "down" and body["store"]["error"]
+
+
+def test_openapi_docs_are_served(client: TestClient) -> None:
+    assert client.get("/docs").status_code == 200
+    paths = client.get("/openapi.json").json()["paths"]
+    assert "/collections/{name}/documents" in paths and "/collections/{name}/search" in paths
