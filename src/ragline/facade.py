@@ -15,6 +15,8 @@ from ragline.providers.stores.base import VectorStore
 from ragline.providers.stores.qdrant_edge.provider import disk_usage
 from ragline.services.collections import CollectionService
 from ragline.services.documents import DocumentService
+from ragline.services.embedders import EmbedderPool
+from ragline.services.retrieval import RetrievalService
 from ragline.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -32,10 +34,13 @@ class Ragline:
             exact_search_max_matches=s.exact_search_max_matches,
             hnsw_ef=s.hnsw_ef,
         ))
-        self.collections = CollectionService(self.catalog, self.store)
+        self.embedders = EmbedderPool(s)
+        self.collections = CollectionService(self.catalog, self.store, self.embedders)
         self.documents = DocumentService(
-            self.collections, self.store, s.max_documents_per_request
+            self.collections, self.store, s.max_documents_per_request, self.embedders
         )
+        self.retrieval = RetrievalService(self.collections, self.store, self.embedders,
+                                          s.rrf_k, s.hybrid_candidates)
         self.cross_encoder: Any = None
         self.collections.recover()
 

@@ -45,6 +45,15 @@ class Settings(BaseSettings):
     default_embedding_model: str | None = None
     default_collection: str | None = None
     embedding_cache_size: int = 10_000
+    models_dir: Path | None = Field(
+        None,
+        description="Where local models are built (default <venv>/share/ragline/models; "
+        "see scripts/build_onnx_model.py).",
+    )
+    embed_max_batch: int = 64
+    embed_max_wait_ms: float = 3.0
+    rrf_k: int = 60
+    hybrid_candidates: int = 100
     openai_api_key: SecretStr | None = None
     openai_base_url: str = "https://api.openai.com/v1"
 

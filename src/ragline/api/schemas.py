@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -39,10 +39,26 @@ class DocumentsDelete(BaseModel):
 class VectorSearch(BaseModel):
     embedding: Any = None
     query: str | None = None
+    mode: Literal["dense", "sparse", "hybrid"] | None = None
     where: dict[str, Any] | None = None
     limit: int = Field(10, ge=1, le=1000)
     include_embeddings: bool = False
     score_threshold: float | None = None
+    rrf_k: int | None = Field(None, ge=1, le=1000)
+    candidates: int | None = Field(None, ge=1, le=1000)
+
+
+class BookSearch(VectorSearch):
+    """``POST /search`` (spec 004): a default collection plus the book's filters."""
+
+    collection: str | None = None
+    hardware_tier: int | None = Field(None, description="Return content of this tier or lower.")
+    module: str | int | None = None
+    chapter_min: int | None = None
+    chapter_max: int | None = None
+    lesson: int | None = None
+    proficiency_levels: list[str] | None = None
+    layer: str | None = None
 
 
 class DocumentOut(BaseModel):

@@ -20,6 +20,12 @@ app = typer.Typer(help="ragline: a self-hosted RAG backend.", no_args_is_help=Tr
 log = logging.getLogger("ragline")
 
 
+def _register_subcommands() -> None:
+    from ragline.cli.eval_cmd import eval_app
+
+    app.add_typer(eval_app, name="eval")
+
+
 def _cross_encoder_help() -> str:
     try:
         from ragline.providers.rerankers.catalog import help_text
@@ -103,6 +109,9 @@ def optimize(
                 typer.echo(f"{c.name}: {'optimized' if changed else 'already optimal'}")
     finally:
         rl.close()
+
+
+_register_subcommands()
 
 
 def main() -> None:

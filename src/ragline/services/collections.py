@@ -10,13 +10,16 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragline.catalog.sqlite import Catalog
 from ragline.core.types import CollectionInfo
 from ragline.errors import InvalidInput
 from ragline.providers.stores.base import VectorStore
 from ragline.services.validation import check_collection_name
+
+if TYPE_CHECKING:
+    from ragline.services.embedders import EmbedderPool
 
 log = logging.getLogger(__name__)
 
@@ -28,9 +31,11 @@ def new_shard_key() -> str:
 
 
 class CollectionService:
-    def __init__(self, catalog: Catalog, store: VectorStore) -> None:
+    def __init__(self, catalog: Catalog, store: VectorStore,
+                 embedders: EmbedderPool | None = None) -> None:
         self.catalog = catalog
         self.store = store
+        self.embedders = embedders
         self._locks: dict[str, threading.RLock] = {}
         self._locks_guard = threading.Lock()
 
@@ -53,11 +58,16 @@ class CollectionService:
             meta["embedding_provider"] = embedding_provider
         if embedding_model is not None:
             meta["embedding_model"] = embedding_model
+        provider = embedding_provider or meta.get("embedding_provider")
+        model = embedding_model or meta.get("embedding_model")
+        if provider and self.embedders is not None and self.embedders.known(provider):
+            # a provider ragline can run fixes the dimension now, so pre-computed
+            # vectors of another size are refused from the first request on
+            emb = self.embedders.get(provider, model)
+            dimension = emb.dimension
+            model = model or emb.model
         return self.catalog.create_collection(
-            name, meta, new_shard_key(), dimension,
-            embedding_provider or meta.get("embedding_provider"),
-            embedding_model or meta.get("embedding_model"),
-        )
+            name, meta, new_shard_key(), dimension, provider, model)
 
     def get(self, name: str) -> CollectionInfo:
         return self.catalog.get_collection(name)

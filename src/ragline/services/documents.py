@@ -7,9 +7,8 @@ at all (see :mod:`ragline.services.validation`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,8 +26,8 @@ from ragline.services.validation import (
     check_vector,
 )
 
-# (collection, texts) -> vectors; None when the collection has no embedder
-EmbedFn = Callable[[CollectionInfo, list[str]], np.ndarray]
+if TYPE_CHECKING:
+    from ragline.services.embedders import EmbedderPool
 
 
 @dataclass
@@ -42,15 +41,15 @@ class DocumentInput:
 class DocumentService:
     def __init__(
         self, collections: CollectionService, store: VectorStore, max_per_request: int,
-        embed_documents: EmbedFn | None = None,
+        embedders: EmbedderPool | None = None,
     ) -> None:
         self.collections = collections
         self.store = store
         self.max_per_request = max_per_request
-        self.embed_documents = embed_documents
+        self.embedders = embedders
 
     def _has_embedder(self, info: CollectionInfo) -> bool:
-        return self.embed_documents is not None and bool(info.embedding_provider)
+        return self.embedders is not None and self.embedders.known(info.embedding_provider)
 
     # -- writes ------------------------------------------------------------------------
     def add(self, name: str, docs: list[DocumentInput] | None, tenant: str) -> list[str]:
@@ -96,8 +95,9 @@ class DocumentService:
                 )
             vectors[i] = vec
         if missing:
-            assert self.embed_documents is not None
-            embedded = self.embed_documents(info, [docs[i].text for i in missing])
+            assert self.embedders is not None and info.embedding_provider
+            embedded = self.embedders.embed_documents(
+                info.embedding_provider, info.embedding_model, [docs[i].text for i in missing])
             for j, i in enumerate(missing):
                 vectors[i] = np.asarray(embedded[j], dtype=np.float32)
         dim = len(vectors[0])  # type: ignore[arg-type]

@@ -72,14 +72,14 @@ class StoreConformance:
         self, store: VectorStore, key: str
     ) -> None:
         recs = [rec(i) for i in range(20)]
-        recs[3].embedding = recs[3].embedding * 7  # cosine ignores scale
+        recs[3].embedding = vec(3) * np.float32(7)  # cosine ignores scale
         store.upsert(key, recs)
         q = vec(3)
         hits = store.search(key, "default", q, None, 5, with_vectors=True)
         assert hits[0].id == "doc-3"
         assert hits[0].score == pytest.approx(1.0, abs=1e-4)
         assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
-        mat = np.stack([r.embedding for r in recs])
+        mat = np.stack([r.embedding for r in recs if r.embedding is not None])
         cos = mat @ q / (np.linalg.norm(mat, axis=1) * np.linalg.norm(q))
         assert [h.id for h in hits] == [f"doc-{i}" for i in np.argsort(-cos)[:5]]
         assert hits[0].embedding is not None

@@ -64,6 +64,18 @@ class VectorStore(Protocol):
         score_threshold: float | None = None,
     ) -> list[ScoredRecord]: ...
 
+    def has_text_index(self, key: str) -> bool:
+        """Whether :meth:`text_search` and :meth:`hybrid_search` can rank by BM25."""
+
+    def text_search(
+        self, key: str, tenant: str, query: str, where: Node | None, limit: int,
+    ) -> list[ScoredRecord]: ...
+
+    def hybrid_search(
+        self, key: str, tenant: str, vector: Vector, query: str, where: Node | None,
+        limit: int, rrf_k: int = 60, candidates: int = 100, with_vectors: bool = False,
+    ) -> list[ScoredRecord]: ...
+
     def distinct(self, key: str, tenant: str, field: str) -> list[Scalar]: ...
 
     def size_bytes(self, key: str) -> int: ...

@@ -42,6 +42,16 @@ from ragline.providers.stores.qdrant_edge.translate import (
 log = logging.getLogger(__name__)
 
 VECTOR = "dense"
+TEXT = "text"
+
+
+def _text_index() -> Any:
+    """BM25 over chunk text: word tokens, lower-cased, English stopwords and stemming."""
+    return q.TextIndexParams(
+        tokenizer=q.TokenizerType.Word, lowercase=True, ascii_folding=True,
+        stopwords=q.Language.English, stemmer=q.SnowballParams(q.SnowballLanguage.English),
+        scoring=True, enable_hnsw=False,
+    )
 _INDEX_PARAMS: dict[str, Any] = {
     "keyword": lambda: q.KeywordIndexParams(enable_hnsw=False),
     "integer": lambda: q.IntegerIndexParams(lookup=True, range=True, enable_hnsw=False),
@@ -134,6 +144,7 @@ class QdrantEdgeStore:
                 "tenant", q.KeywordIndexParams(is_tenant=True)))
             shard.update(q.UpdateOperation.create_field_index(
                 "doc_id", q.KeywordIndexParams(enable_hnsw=False)))
+            shard.update(q.UpdateOperation.create_field_index(TEXT, _text_index()))
             shard.flush()
             tmp = path / "ragline_dim.tmp"
             tmp.write_text(str(dimension))
@@ -273,11 +284,54 @@ class QdrantEdgeStore:
                                                    using=VECTOR),
                 filter=flt, with_payload=True, with_vector=with_vectors,
                 score_threshold=score_threshold, params=params))
+        return self._scored(pts, with_vectors)
+
+    def _scored(self, pts: list[Any], with_vectors: bool) -> list[ScoredRecord]:
         out = []
         for p in pts:
             r = self._record(p, with_vectors)
             out.append(ScoredRecord(r.id, r.text, r.metadata, float(p.score), r.embedding))
         return out
+
+    def has_text_index(self, key: str) -> bool:
+        sh = self._require(key)
+        return sh is not None and TEXT in sh.shard.info().payload_schema
+
+    def text_search(
+        self, key: str, tenant: str, query: str, where: Node | None, limit: int,
+    ) -> list[ScoredRecord]:
+        """BM25 ranking of the chunk text, under the same filter as dense search."""
+        sh = self._require(key)
+        if sh is None or not query.strip():
+            return []
+        flt = tenant_filter(tenant, where)
+        with sh.lock.shared():
+            pts = sh.shard.query(q.QueryRequest(
+                limit=limit, query=q.TextQuery(TEXT, query), filter=flt, with_payload=True))
+        return self._scored(pts, False)
+
+    def hybrid_search(
+        self, key: str, tenant: str, vector: Vector, query: str, where: Node | None,
+        limit: int, rrf_k: int = 60, candidates: int = 100, with_vectors: bool = False,
+    ) -> list[ScoredRecord]:
+        """Dense and BM25 candidates under one filter, fused by reciprocal rank inside Edge."""
+        sh = self._require(key)
+        if sh is None:
+            return []
+        flt = tenant_filter(tenant, where)
+        depth = max(candidates, limit)
+        with sh.lock.shared():
+            params = self._params(sh, flt, where)
+            pts = sh.shard.query(q.QueryRequest(
+                limit=limit,
+                prefetches=[
+                    q.Prefetch(limit=depth, filter=flt, params=params, query=q.Query.Nearest(
+                        np.asarray(vector, np.float32).tolist(), using=VECTOR)),
+                    q.Prefetch(limit=depth, filter=flt, query=q.TextQuery(TEXT, query)),
+                ],
+                query=q.Fusion.Rrf(k=rrf_k),  # type: ignore[arg-type]
+                with_payload=True, with_vector=with_vectors))
+        return self._scored(pts, with_vectors)
 
     def _params(self, sh: _Shard, flt: Any, where: Node | None) -> Any:
         """Exact search for selective filters, wide-ef HNSW otherwise (recall ≥ 0.99)."""

@@ -1,0 +1,107 @@
+"""BEIR datasets: load, ingest into a collection, run every test query, score.
+
+Queries go through :meth:`RetrievalService.search_sync`, the same planning and
+store calls as the HTTP API, so the figures describe what users get. Metrics
+come from pytrec_eval (the trec_eval implementation), not from our own code.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ragline.errors import InvalidInput
+from ragline.facade import Ragline
+from ragline.services.documents import DocumentInput
+from ragline.services.retrieval import Mode, SearchQuery
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class BeirData:
+    corpus: dict[str, dict[str, str]]
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+
+
+def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                yield json.loads(line)
+
+
+def load(path: Path, split: str = "test") -> BeirData:
+    for name in ("corpus.jsonl", "queries.jsonl", f"qrels/{split}.tsv"):
+        if not (path / name).exists():
+            raise InvalidInput(f"Not a BEIR dataset: {path / name} is missing")
+    corpus = {str(d["_id"]): {"title": d.get("title", ""), "text": d.get("text", "")}
+              for d in _jsonl(path / "corpus.jsonl")}
+    queries = {str(d["_id"]): d["text"] for d in _jsonl(path / "queries.jsonl")}
+    qrels: dict[str, dict[str, int]] = {}
+    # newline="" keeps "\r" visible so CRLF files are handled by strip(), not by luck
+    with (path / f"qrels/{split}.tsv").open(encoding="utf-8", newline="") as f:
+        for i, line in enumerate(f):
+            parts = line.strip().split("\t")
+            if (i == 0 and parts[0] == "query-id") or len(parts) < 3:
+                continue
+            qrels.setdefault(parts[0], {})[parts[1]] = int(parts[2])
+    queries = {q: t for q, t in queries.items() if q in qrels}
+    return BeirData(corpus, queries, qrels)
+
+
+def ingest(rl: Ragline, data: BeirData, collection: str, provider: str,
+           progress: Progress | None = None, batch: int = 128) -> bool:
+    """Load the corpus unless the collection already holds it; True if it ingested."""
+    existing = rl.collections.catalog.find_collection(collection)
+    if existing is not None:
+        if rl.documents.count(collection, rl.tenant) == len(data.corpus):
+            return False
+        rl.collections.empty(collection, rl.tenant)
+    else:
+        rl.collections.create(collection, {"source": "beir"}, embedding_provider=provider)
+    ids = list(data.corpus)
+    for start in range(0, len(ids), batch):
+        chunk = ids[start:start + batch]
+        docs = [DocumentInput(text=_doc_text(data.corpus[i]), metadata={"beir_id": i}, id=i)
+                for i in chunk]
+        rl.documents.add(collection, docs, rl.tenant)
+        if progress:
+            progress(min(start + batch, len(ids)), len(ids))
+    return True
+
+
+def _doc_text(doc: dict[str, str]) -> str:
+    title = doc.get("title", "").strip()
+    return f"{title}\n{doc.get('text', '')}" if title else doc.get("text", "")
+
+
+def run(rl: Ragline, data: BeirData, collection: str, mode: Mode | None,
+        depth: int = 100) -> dict[str, dict[str, float]]:
+    runs: dict[str, dict[str, float]] = {}
+    for qid, text in data.queries.items():
+        res = rl.retrieval.search_sync(SearchQuery(
+            collection=collection, tenant=rl.tenant, query=text, mode=mode, limit=depth))
+        runs[qid] = {h.id: float(h.score) for h in res.hits}
+    return runs
+
+
+def score(data: BeirData, runs: dict[str, dict[str, float]]) -> dict[str, float]:
+    import pytrec_eval
+
+    ev = pytrec_eval.RelevanceEvaluator(data.qrels, {"ndcg_cut.10", "recall.100"})
+    top10 = {q: dict(sorted(r.items(), key=lambda kv: -kv[1])[:10]) for q, r in runs.items()}
+    mrr = pytrec_eval.RelevanceEvaluator(data.qrels, {"recip_rank"}).evaluate(top10)
+    per_q = ev.evaluate(runs)
+    n = len(data.queries)
+
+    def mean(values: dict[str, dict[str, float]], key: str) -> float:
+        return sum(v[key] for v in values.values()) / n if n else 0.0
+
+    return {"ndcg@10": round(mean(per_q, "ndcg_cut_10"), 4),
+            "recall@100": round(mean(per_q, "recall_100"), 4),
+            "mrr@10": round(mean(mrr, "recip_rank"), 4), "queries": n}

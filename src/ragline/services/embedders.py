@@ -1,0 +1,67 @@
+"""Embedder instances per (provider, model), each behind a cache and a micro-batcher.
+
+One instance per (provider, model) means two collections on the same model
+share one loaded model and one cache (spec 000, "Embedding Cache Efficiency").
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+import numpy as np
+
+from ragline.errors import InvalidInput, RaglineError
+from ragline.providers.embedders.batcher import MicroBatcher
+from ragline.providers.embedders.cache import CachedEmbedder
+from ragline.providers.registry import registry
+from ragline.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+class EmbedderPool:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._embedders: dict[tuple[str, str | None], CachedEmbedder] = {}
+        self._batchers: dict[tuple[str, str | None], MicroBatcher] = {}
+        self._lock = threading.Lock()
+
+    def known(self, provider: str | None) -> bool:
+        return bool(provider) and provider in registry.names("embedders")
+
+    def get(self, provider: str, model: str | None = None) -> CachedEmbedder:
+        key = (provider, model)
+        with self._lock:
+            emb = self._embedders.get(key)
+            if emb is not None:
+                return emb
+            cls = registry.get("embedders", provider)
+            try:
+                config = cls.Config(**({"model": model} if model else {}))
+                inner = cls(config)
+            except RaglineError:
+                raise
+            except Exception as exc:
+                raise InvalidInput(
+                    f"Cannot load embedder '{provider}'"
+                    + (f" with model '{model}'" if model else "") + f": {exc}"
+                ) from exc
+            emb = CachedEmbedder(inner, max_entries=self.settings.embedding_cache_size)
+            self._embedders[key] = emb
+            self._batchers[key] = MicroBatcher(emb, max_batch=self.settings.embed_max_batch,
+                                               max_wait_ms=self.settings.embed_max_wait_ms)
+            log.info("loaded embedder %s (%s), dimension %d", provider, emb.model, emb.dimension)
+            return emb
+
+    def batcher(self, provider: str, model: str | None = None) -> MicroBatcher:
+        self.get(provider, model)
+        return self._batchers[(provider, model)]
+
+    def embed_documents(self, provider: str, model: str | None,
+                        texts: list[str]) -> np.ndarray:
+        return self.get(provider, model).embed(texts, input_type="document")
+
+    def stats(self) -> dict[str, Any]:
+        return {f"{p}:{m or 'default'}": e.stats() for (p, m), e in self._embedders.items()}

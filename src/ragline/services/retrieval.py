@@ -1,0 +1,148 @@
+"""Search: dense, sparse (BM25) or hybrid (RRF), with filters and thresholds.
+
+Planning (which mode, which vector) and execution (the store call) are shared
+by the async API path, which embeds queries through the micro-batcher, and the
+sync path used by the CLI and evaluations, so both rank identically.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import anyio.to_thread
+import numpy as np
+
+from ragline.core.filters import Node
+from ragline.core.types import CollectionInfo, ScoredRecord
+from ragline.errors import InvalidInput
+from ragline.providers.stores.base import VectorStore
+from ragline.services.collections import CollectionService
+from ragline.services.embedders import EmbedderPool
+from ragline.services.validation import check_dimension, check_vector
+
+Mode = Literal["dense", "sparse", "hybrid"]
+
+
+@dataclass
+class SearchQuery:
+    collection: str
+    tenant: str
+    query: str | None = None
+    embedding: Any = None
+    mode: Mode | None = None
+    where: Node | None = None
+    limit: int = 10
+    score_threshold: float | None = None
+    include_embeddings: bool = False
+    rrf_k: int | None = None
+    candidates: int | None = None
+
+
+@dataclass
+class SearchResult:
+    hits: list[ScoredRecord]
+    mode: Mode
+    took_ms: float
+    stages: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Plan:
+    info: CollectionInfo
+    mode: Mode
+    vector: np.ndarray | None
+    needs_embedding: bool
+
+
+class RetrievalService:
+    def __init__(self, collections: CollectionService, store: VectorStore,
+                 embedders: EmbedderPool, rrf_k: int, candidates: int) -> None:
+        self.collections = collections
+        self.store = store
+        self.embedders = embedders
+        self.rrf_k = rrf_k
+        self.candidates = candidates
+
+    def _plan(self, q: SearchQuery) -> _Plan:
+        info = self.collections.get(q.collection)
+        if not 1 <= q.limit <= 1000:
+            raise InvalidInput("'limit' must be between 1 and 1000")
+        text = (q.query or "").strip()
+        can_embed = self.embedders.known(info.embedding_provider)
+        has_text = bool(info.dimension) and self.store.has_text_index(info.shard)
+        vector = None
+        if q.embedding is not None:
+            vector = check_vector(q.embedding, "the query")
+            check_dimension(len(vector), info.dimension, "the query embedding", info.name)
+        if q.embedding is None and not text:
+            raise InvalidInput("Give 'query' (text) or 'embedding' (a vector) to search")
+        mode: Mode
+        if q.mode is not None:
+            mode = q.mode
+        elif text and has_text and (vector is not None or can_embed):
+            mode = "hybrid"
+        elif vector is not None or (text and can_embed):
+            mode = "dense"
+        else:
+            mode = "sparse"
+        if mode in ("sparse", "hybrid") and not text:
+            raise InvalidInput(f"Mode '{mode}' needs a text 'query'")
+        if mode in ("sparse", "hybrid") and not has_text and info.dimension:
+            raise InvalidInput(f"Collection '{info.name}' has no text index for mode '{mode}'")
+        needs_embedding = mode in ("dense", "hybrid") and vector is None
+        if needs_embedding and not can_embed:
+            raise InvalidInput(
+                f"Collection '{info.name}' has no embedding provider, so a text query needs "
+                "mode 'sparse' or a pre-computed 'embedding'"
+            )
+        return _Plan(info, mode, vector, needs_embedding)
+
+    def _execute(self, q: SearchQuery, plan: _Plan) -> list[ScoredRecord]:
+        info = plan.info
+        if not info.dimension:
+            return []
+        text = (q.query or "").strip()
+        if plan.mode == "dense":
+            assert plan.vector is not None
+            hits = self.store.search(info.shard, q.tenant, plan.vector, q.where, q.limit,
+                                     q.include_embeddings, q.score_threshold)
+        elif plan.mode == "sparse":
+            hits = self.store.text_search(info.shard, q.tenant, text, q.where, q.limit)
+        else:
+            assert plan.vector is not None
+            hits = self.store.hybrid_search(
+                info.shard, q.tenant, plan.vector, text, q.where, q.limit,
+                q.rrf_k or self.rrf_k, q.candidates or self.candidates, q.include_embeddings)
+        if q.score_threshold is not None:
+            hits = [h for h in hits if h.score >= q.score_threshold]
+        return hits
+
+    def _vector_dim_check(self, plan: _Plan, vec: np.ndarray) -> np.ndarray:
+        check_dimension(len(vec), plan.info.dimension, "the query embedding", plan.info.name)
+        return vec
+
+    async def search(self, q: SearchQuery) -> SearchResult:
+        t0 = time.perf_counter()
+        plan = await anyio.to_thread.run_sync(self._plan, q)
+        if plan.needs_embedding:
+            info = plan.info
+            assert info.embedding_provider is not None
+            batcher = await anyio.to_thread.run_sync(
+                self.embedders.batcher, info.embedding_provider, info.embedding_model)
+            vec = await batcher.embed_one(q.query or "", "query")
+            plan.vector = self._vector_dim_check(plan, np.asarray(vec, dtype=np.float32))
+        hits = await anyio.to_thread.run_sync(self._execute, q, plan)
+        return SearchResult(hits, plan.mode, (time.perf_counter() - t0) * 1000, [plan.mode])
+
+    def search_sync(self, q: SearchQuery) -> SearchResult:
+        t0 = time.perf_counter()
+        plan = self._plan(q)
+        if plan.needs_embedding:
+            info = plan.info
+            assert info.embedding_provider is not None
+            emb = self.embedders.get(info.embedding_provider, info.embedding_model)
+            plan.vector = self._vector_dim_check(plan, emb.embed([q.query or ""], "query")[0])
+        hits = self._execute(q, plan)
+        return SearchResult(hits, plan.mode, (time.perf_counter() - t0) * 1000, [plan.mode])
