@@ -106,6 +106,8 @@ def test_repeated_query_hits_the_cache(client: TestClient) -> None:
     calls = inner.calls
     search(client, query="a brand new question", mode="dense")
     assert inner.calls == calls
+    cache = client.get("/info").json()["embedding_cache"]["fake:fake-bow"]
+    assert cache["hits"] >= 1 and cache["size"] >= 1
 
 
 def test_text_query_errors(client: TestClient) -> None:

@@ -31,8 +31,18 @@ class EmbedderPool:
     def known(self, provider: str | None) -> bool:
         return bool(provider) and provider in registry.names("embedders")
 
+    def _key(self, provider: str, model: str | None) -> tuple[str, str | None]:
+        """(provider, model) with the provider's default model filled in, so "no model"
+        and "the default model, by name" share one instance and one cache."""
+        if model is None:
+            try:
+                model = getattr(registry.get("embedders", provider).Config(), "model", None)
+            except Exception:  # a config without defaults: keep None
+                model = None
+        return (provider, model)
+
     def get(self, provider: str, model: str | None = None) -> CachedEmbedder:
-        key = (provider, model)
+        key = self._key(provider, model)
         with self._lock:
             emb = self._embedders.get(key)
             if emb is not None:
@@ -57,7 +67,7 @@ class EmbedderPool:
 
     def batcher(self, provider: str, model: str | None = None) -> MicroBatcher:
         self.get(provider, model)
-        return self._batchers[(provider, model)]
+        return self._batchers[self._key(provider, model)]
 
     def embed_documents(self, provider: str, model: str | None,
                         texts: list[str]) -> np.ndarray:

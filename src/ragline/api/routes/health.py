@@ -46,7 +46,7 @@ def info(rl: RL, tenant: Tenant) -> dict[str, Any]:
                      "embedding_provider": c.embedding_provider,
                      "embedding_model": c.embedding_model})
     return {"version": __version__, "collections": cols, "total_documents": total,
-            "storage_bytes": rl.storage_bytes()}
+            "storage_bytes": rl.storage_bytes(), "embedding_cache": rl.embedders.stats()}
 
 
 @router.get("/api/providers")
