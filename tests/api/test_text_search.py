@@ -74,7 +74,8 @@ def test_hybrid_fuses_both_lists_by_reciprocal_rank(client: TestClient) -> None:
     q = "messages between nodes"
     dense = [r["id"] for r in search(client, query=q, mode="dense", limit=5)["results"]]
     sparse = [r["id"] for r in search(client, query=q, mode="sparse", limit=5)["results"]]
-    hybrid = search(client, query=q, mode="hybrid", limit=5, rrf_k=60)["results"]
+    hybrid = search(client, query=q, mode="hybrid", limit=5, rrf_k=60,
+                    fusion="rrf")["results"]
 
     def rrf(doc: str) -> float:
         # Qdrant RRF: 1 / (k + rank) with rank counted from 0
@@ -83,6 +84,17 @@ def test_hybrid_fuses_both_lists_by_reciprocal_rank(client: TestClient) -> None:
     expected = sorted(set(dense) | set(sparse), key=lambda d: -rrf(d))
     assert [r["id"] for r in hybrid] == expected[:5]
     assert hybrid[0]["score"] == pytest.approx(rrf(expected[0]), rel=1e-4)
+
+
+def test_default_hybrid_is_dbsf_over_both_lists(client: TestClient) -> None:
+    q = "robots sensors physics"
+    dense = {r["id"] for r in search(client, query=q, mode="dense", limit=5)["results"]}
+    sparse = {r["id"] for r in search(client, query=q, mode="sparse", limit=5)["results"]}
+    body = search(client, query=q, limit=5)
+    assert body["stages"] == ["hybrid:dbsf"]
+    got = [r["id"] for r in body["results"]]
+    assert set(got) <= dense | sparse
+    assert got[0] == "gazebo"  # the only document matching all three words
 
 
 def test_filters_apply_to_every_mode(client: TestClient) -> None:

@@ -44,8 +44,16 @@ class VectorSearch(BaseModel):
     limit: int = Field(10, ge=1, le=1000)
     include_embeddings: bool = False
     score_threshold: float | None = None
+    fusion: Literal["rrf", "dbsf"] | None = None
     rrf_k: int | None = Field(None, ge=1, le=1000)
     candidates: int | None = Field(None, ge=1, le=1000)
+    rerank: bool = Field(False, description="Rescore the top candidates with the cross-encoder.")
+    rerank_candidates: int = Field(50, ge=1, le=1000)
+    boost: dict[str, Any] | None = Field(None, description="Metadata boosts (spec 003); "
+                                         "overrides the collection's 'boost' metadata.")
+    expand: Literal["none", "neighbors", "section", "document"] = Field(
+        "none", description="Add surrounding text to each hit: its prev/next chunks, its "
+        "section or its whole source (see services/expand.py).")
 
 
 class BookSearch(VectorSearch):

@@ -1,4 +1,5 @@
-"""Search: dense, sparse (BM25) or hybrid (RRF), with filters and thresholds.
+"""Search: dense, sparse (BM25) or hybrid (RRF), then optional cross-encoder
+reranking and metadata boosts, with filters and thresholds.
 
 Planning (which mode, which vector) and execution (the store call) are shared
 by the async API path, which embeds queries through the micro-batcher, and the
@@ -8,6 +9,7 @@ sync path used by the CLI and evaluations, so both rank identically.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -18,11 +20,13 @@ from ragline.core.filters import Node
 from ragline.core.types import CollectionInfo, ScoredRecord
 from ragline.errors import InvalidInput
 from ragline.providers.stores.base import VectorStore
+from ragline.services.boosts import apply_boosts, merge_boost_config
 from ragline.services.collections import CollectionService
 from ragline.services.embedders import EmbedderPool
 from ragline.services.validation import check_dimension, check_vector
 
 Mode = Literal["dense", "sparse", "hybrid"]
+Fusion = Literal["rrf", "dbsf"]
 
 
 @dataclass
@@ -38,6 +42,10 @@ class SearchQuery:
     include_embeddings: bool = False
     rrf_k: int | None = None
     candidates: int | None = None
+    fusion: Fusion | None = None
+    rerank: bool = False
+    rerank_candidates: int = 50
+    boost: dict[str, Any] | None = None
 
 
 @dataclass
@@ -46,6 +54,7 @@ class SearchResult:
     mode: Mode
     took_ms: float
     stages: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -54,16 +63,21 @@ class _Plan:
     mode: Mode
     vector: np.ndarray | None
     needs_embedding: bool
+    stages: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 class RetrievalService:
     def __init__(self, collections: CollectionService, store: VectorStore,
-                 embedders: EmbedderPool, rrf_k: int, candidates: int) -> None:
+                 embedders: EmbedderPool, rrf_k: int, candidates: int,
+                 reranker: Callable[[], Any] = lambda: None, fusion: Fusion = "dbsf") -> None:
+        self.fusion = fusion
         self.collections = collections
         self.store = store
         self.embedders = embedders
         self.rrf_k = rrf_k
         self.candidates = candidates
+        self.reranker = reranker  # a getter: the server may load the model after start-up
 
     def _plan(self, q: SearchQuery) -> _Plan:
         info = self.collections.get(q.collection)
@@ -97,24 +111,48 @@ class RetrievalService:
                 f"Collection '{info.name}' has no embedding provider, so a text query needs "
                 "mode 'sparse' or a pre-computed 'embedding'"
             )
-        return _Plan(info, mode, vector, needs_embedding)
+        if q.rerank and not text:
+            raise InvalidInput("'rerank' needs a text 'query' to score documents against")
+        if not 1 <= q.rerank_candidates <= 1000:
+            raise InvalidInput("'rerank_candidates' must be between 1 and 1000")
+        stage = f"{mode}:{q.fusion or self.fusion}" if mode == "hybrid" else mode
+        return _Plan(info, mode, vector, needs_embedding, [stage])
 
     def _execute(self, q: SearchQuery, plan: _Plan) -> list[ScoredRecord]:
         info = plan.info
         if not info.dimension:
             return []
         text = (q.query or "").strip()
+        boost = merge_boost_config(info.metadata, q.boost)
+        reranker = self.reranker() if q.rerank else None
+        if q.rerank and reranker is None:
+            plan.warnings.append("rerank skipped: no cross-encoder loaded (start the server "
+                                 "with --cross-encoder)")
+        later = reranker is not None or boost is not None
+        # later stages need a deeper candidate list, and thresholds apply to final scores
+        depth = max(q.limit, q.rerank_candidates) if later else q.limit
+        first_threshold = None if later else q.score_threshold
         if plan.mode == "dense":
             assert plan.vector is not None
-            hits = self.store.search(info.shard, q.tenant, plan.vector, q.where, q.limit,
-                                     q.include_embeddings, q.score_threshold)
+            hits = self.store.search(info.shard, q.tenant, plan.vector, q.where, depth,
+                                     q.include_embeddings, first_threshold)
         elif plan.mode == "sparse":
-            hits = self.store.text_search(info.shard, q.tenant, text, q.where, q.limit)
+            hits = self.store.text_search(info.shard, q.tenant, text, q.where, depth)
         else:
             assert plan.vector is not None
             hits = self.store.hybrid_search(
-                info.shard, q.tenant, plan.vector, text, q.where, q.limit,
-                q.rrf_k or self.rrf_k, q.candidates or self.candidates, q.include_embeddings)
+                info.shard, q.tenant, plan.vector, text, q.where, depth,
+                q.rrf_k or self.rrf_k, q.candidates or self.candidates, q.include_embeddings,
+                q.fusion or self.fusion)
+        if reranker is not None and hits:
+            ranked = reranker.rerank(text, [{"id": i, "text": h.text} for i, h in enumerate(hits)])
+            hits = [_rescore(hits[r["id"]], r["score"]) for r in ranked]
+            plan.stages.append("rerank")
+        if boost is not None and hits:
+            rows = [{"i": i, "score": h.score, "metadata": h.metadata} for i, h in enumerate(hits)]
+            hits = [_rescore(hits[r["i"]], r["score"]) for r in apply_boosts(rows, boost)]
+            plan.stages.append("boost")
+        hits = hits[: q.limit]
         if q.score_threshold is not None:
             hits = [h for h in hits if h.score >= q.score_threshold]
         return hits
@@ -134,7 +172,8 @@ class RetrievalService:
             vec = await batcher.embed_one(q.query or "", "query")
             plan.vector = self._vector_dim_check(plan, np.asarray(vec, dtype=np.float32))
         hits = await anyio.to_thread.run_sync(self._execute, q, plan)
-        return SearchResult(hits, plan.mode, (time.perf_counter() - t0) * 1000, [plan.mode])
+        return SearchResult(hits, plan.mode, (time.perf_counter() - t0) * 1000, plan.stages,
+                            plan.warnings)
 
     def search_sync(self, q: SearchQuery) -> SearchResult:
         t0 = time.perf_counter()
@@ -145,4 +184,9 @@ class RetrievalService:
             emb = self.embedders.get(info.embedding_provider, info.embedding_model)
             plan.vector = self._vector_dim_check(plan, emb.embed([q.query or ""], "query")[0])
         hits = self._execute(q, plan)
-        return SearchResult(hits, plan.mode, (time.perf_counter() - t0) * 1000, [plan.mode])
+        return SearchResult(hits, plan.mode, (time.perf_counter() - t0) * 1000, plan.stages,
+                            plan.warnings)
+
+
+def _rescore(hit: ScoredRecord, score: float) -> ScoredRecord:
+    return ScoredRecord(hit.id, hit.text, hit.metadata, float(score), hit.embedding)

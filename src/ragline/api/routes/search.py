@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio.to_thread
 from fastapi import APIRouter
 
 from ragline.api.deps import RL, Tenant
@@ -16,6 +17,7 @@ from ragline.api.schemas import BookSearch, VectorSearch
 from ragline.core.filters import Node, parse_where
 from ragline.errors import InvalidInput
 from ragline.facade import Ragline
+from ragline.services.expand import expand_hits
 from ragline.services.retrieval import SearchQuery, SearchResult
 
 router = APIRouter(tags=["search"])
@@ -29,8 +31,11 @@ def render(result: SearchResult, include_embeddings: bool) -> dict[str, Any]:
         if include_embeddings and h.embedding is not None:
             item["embedding"] = [float(x) for x in h.embedding]
         results.append(item)
-    return {"results": results, "mode": result.mode, "took_ms": round(result.took_ms, 2),
-            "stages": result.stages}
+    out = {"results": results, "mode": result.mode, "took_ms": round(result.took_ms, 2),
+           "stages": result.stages}
+    if result.warnings:
+        out["warnings"] = result.warnings
+    return out
 
 
 async def run_search(rl: Ragline, name: str, tenant: str, body: VectorSearch,
@@ -39,8 +44,17 @@ async def run_search(rl: Ragline, name: str, tenant: str, body: VectorSearch,
                     mode=body.mode, where=where, limit=body.limit,
                     score_threshold=body.score_threshold,
                     include_embeddings=body.include_embeddings, rrf_k=body.rrf_k,
-                    candidates=body.candidates)
-    return render(await rl.retrieval.search(q), body.include_embeddings)
+                    candidates=body.candidates, fusion=body.fusion, rerank=body.rerank,
+                    rerank_candidates=body.rerank_candidates, boost=body.boost)
+    result = await rl.retrieval.search(q)
+    out = render(result, body.include_embeddings)
+    if body.expand != "none":
+        info = rl.collections.get(name)
+        extra = await anyio.to_thread.run_sync(expand_hits, rl.store, info, tenant,
+                                               result.hits, body.expand)
+        for item, added in zip(out["results"], extra, strict=True):
+            item.update(added)
+    return out
 
 
 @router.post("/collections/{name}/search")
