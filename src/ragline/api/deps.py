@@ -9,12 +9,13 @@ from fastapi import Depends, Request
 from ragline.facade import Ragline
 
 
-def get_ragline(request: Request) -> Ragline:
+# async so FastAPI does not send these trivial lookups through its thread pool
+async def get_ragline(request: Request) -> Ragline:
     rl: Ragline = request.app.state.ragline
     return rl
 
 
-def get_tenant(request: Request) -> str:
+async def get_tenant(request: Request) -> str:
     """The tenant of the caller; the default tenant until authentication lands."""
     rl: Ragline = request.app.state.ragline
     return rl.tenant

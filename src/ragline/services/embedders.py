@@ -62,7 +62,7 @@ class EmbedderPool:
             self._embedders[key] = emb
             self._batchers[key] = MicroBatcher(emb, max_batch=self.settings.embed_max_batch,
                                                max_wait_ms=self.settings.embed_max_wait_ms)
-            log.info("loaded embedder %s (%s), dimension %d", provider, emb.model, emb.dimension)
+            log.info("loaded embedder %s (%s)", provider, emb.model)
             return emb
 
     def batcher(self, provider: str, model: str | None = None) -> MicroBatcher:
