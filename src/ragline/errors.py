@@ -14,7 +14,8 @@ way. Storage and services raise these; they never import FastAPI.
     │   ├── CollectionNotFound        404  collection_not_found
     │   └── DocumentNotFound          404  document_not_found
     ├── Conflict                      409  conflict
-    │   └── CollectionExists          409  collection_exists
+    │   ├── CollectionExists          409  collection_exists
+    │   └── ShardGone                 409  shard_gone
     ├── PayloadTooLarge               413  payload_too_large
     ├── ServiceUnavailable            503  service_unavailable
     │   ├── StoreUnavailable          503  store_unavailable
@@ -85,6 +86,12 @@ class Conflict(RaglineError):
 
 class CollectionExists(Conflict):
     code = "collection_exists"
+
+
+class ShardGone(Conflict):
+    """The shard an operation started on was dropped (emptied/deleted) under it."""
+
+    code = "shard_gone"
 
 
 class PayloadTooLarge(RaglineError):

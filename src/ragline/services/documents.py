@@ -15,7 +15,7 @@ import numpy as np
 from ragline.core.filters import Node
 from ragline.core.ids import new_doc_id
 from ragline.core.types import CollectionInfo, Page, Record, Scalar, ScoredRecord
-from ragline.errors import InvalidInput, PayloadTooLarge
+from ragline.errors import InvalidInput, PayloadTooLarge, ShardGone
 from ragline.providers.stores.base import VectorStore
 from ragline.services.collections import MSG_NOT_EXIST, CollectionService
 from ragline.services.validation import (
@@ -116,8 +116,12 @@ class DocumentService:
                 self.collections.catalog.set_dimension(name, dim)
             elif not self.store.has_shard(info.shard):
                 self.store.create_shard(info.shard, info.dimension)
-        # the shard key is re-read so a concurrent "empty" is never written around
-        self.store.upsert(self.collections.get(name).shard, records)
+        # the shard key is re-read so a concurrent "empty" is never written around;
+        # if an empty swaps the shard between that read and the write, write again
+        try:
+            self.store.upsert(self.collections.get(name).shard, records)
+        except ShardGone:
+            self.store.upsert(self.collections.get(name).shard, records)
         return ids
 
     def delete(self, name: str, tenant: str, ids: list[str] | None, where: Node | None) -> int:

@@ -25,3 +25,40 @@ def test_reopen_keeps_data_and_field_indexes(tmp_path: Path) -> None:
     assert s2.count("k", "default", None) == 40
     assert s2.distinct("k", "default", "g") == ["v0", "v1", "v2", "v3"]
     s2.close()
+
+
+def test_drop_while_searching_never_leaks_or_crashes(tmp_path: Path) -> None:
+    """Readers racing a drop get results or ShardGone, and the shard stays dropped."""
+    import threading
+
+    from ragline.errors import ShardGone
+    from ragline.testing.store_conformance import rec, vec
+
+    for trial in range(5):
+        s = QdrantEdgeStore(QdrantEdgeConfig(path=tmp_path / f"t{trial}"))
+        s.create_shard("k", 8)
+        s.upsert("k", [rec(i) for i in range(300)])
+        errors: list[BaseException] = []
+        stop = threading.Event()
+
+        def reader(store: QdrantEdgeStore = s) -> None:
+            while not stop.is_set():
+                try:
+                    store.search("k", "default", vec(1), None, 5)
+                    store.count("k", "default", None)
+                except ShardGone:
+                    pass
+                except BaseException as exc:
+                    errors.append(exc)
+
+        threads = [threading.Thread(target=reader) for _ in range(3)]
+        for t in threads:
+            t.start()
+        s.drop_shard("k")
+        stop.set()
+        for t in threads:
+            t.join()
+        assert errors == []
+        assert not s.has_shard("k") and "k" not in s._shards
+        assert not (tmp_path / f"t{trial}" / "k").exists()
+        s.close()

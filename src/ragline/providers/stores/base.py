@@ -41,7 +41,14 @@ class VectorStore(Protocol):
         Callers validate first; the store writes the batch as one operation.
         """
 
-    def get(self, key: str, tenant: str, ids: list[str]) -> list[Record]: ...
+    def get(
+        self, key: str, tenant: str, ids: list[str], with_vectors: bool = False
+    ) -> list[Record]:
+        """Records in the order of ``ids`` (missing ones left out).
+
+        ``with_vectors`` returns embeddings too, which lets ingestion reuse the
+        vectors of chunks whose text did not change instead of re-embedding them.
+        """
 
     def delete_ids(self, key: str, tenant: str, ids: list[str]) -> int: ...
 
@@ -74,6 +81,7 @@ class VectorStore(Protocol):
     def hybrid_search(
         self, key: str, tenant: str, vector: Vector, query: str, where: Node | None,
         limit: int, rrf_k: int = 60, candidates: int = 100, with_vectors: bool = False,
+        fusion: str = "rrf",
     ) -> list[ScoredRecord]: ...
 
     def distinct(self, key: str, tenant: str, field: str) -> list[Scalar]: ...
