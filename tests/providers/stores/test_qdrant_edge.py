@@ -41,7 +41,8 @@ def test_drop_while_searching_never_leaks_or_crashes(tmp_path: Path) -> None:
         errors: list[BaseException] = []
         stop = threading.Event()
 
-        def reader(store: QdrantEdgeStore = s) -> None:
+        def reader(store: QdrantEdgeStore = s, stop: threading.Event = stop,
+                   errors: list[BaseException] = errors) -> None:
             while not stop.is_set():
                 try:
                     store.search("k", "default", vec(1), None, 5)
