@@ -9,6 +9,7 @@ never show up in logs, reprs or API responses.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -52,7 +53,10 @@ class Settings(BaseSettings):
     )
     embed_max_batch: int = 64
     embed_max_wait_ms: float = 3.0
-    rrf_k: int = 60
+    hybrid_fusion: Literal["rrf", "dbsf"] = Field(
+        "dbsf", description="How hybrid search fuses dense and BM25 lists; dbsf measured "
+        "best on SciFact's train split (BENCHMARKS.md).")
+    rrf_k: int = Field(10, description="k of reciprocal rank fusion (tuned on SciFact train).")
     hybrid_candidates: int = 100
     openai_api_key: SecretStr | None = None
     openai_base_url: str = "https://api.openai.com/v1"
@@ -71,6 +75,38 @@ class Settings(BaseSettings):
     github_webhook_secret: SecretStr | None = None
     github_repo_path: Path | None = None
     github_branch: str = "main"
+    github_docs_path: str = Field(
+        "", description="Sub-directory of the clone to ingest (e.g. 'docs'); '' = the whole clone."
+    )
+    github_collection: str | None = Field(
+        None, description="Collection the webhook updates (default: default_collection)."
+    )
+    ingest_patterns: list[str] = Field(
+        ["**/*.md", "**/*.mdx"], description="Globs of the files a directory ingestion reads."
+    )
+    ingest_chunk_tokens: int | None = Field(
+        None, ge=8, description="Chunk size in embedder tokens (default: the embedder's input "
+        "limit, at most 512)."
+    )
+    ingest_chunk_overlap: float = Field(0.15, ge=0.0, lt=0.5)
+    ingest_batch_size: int = Field(64, ge=1, description="Texts per embedding call.")
+    ingest_retry_attempts: int = Field(5, ge=1, description="Tries per embedding batch.")
+    ingest_retry_wait_s: float = Field(0.5, ge=0.0, description="First retry wait (doubles).")
+    ingest_retry_max_wait_s: float = Field(20.0, ge=0.0)
+    ingest_defaults: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="Metadata every ingested source starts from "
+        "(frontmatter overrides it), e.g. {\"hardware_tier\": 1}."
+    )
+    ingest_path_pattern: str | None = Field(
+        None, description="Regex with named groups giving metadata from a file's relative path."
+    )
+    ingest_allowed_roots: list[Path] | None = Field(
+        None, description="If set, /ingestion/trigger only accepts paths under these directories."
+    )
+    ingest_sync_max_bytes: int = Field(
+        2 * 1024 * 1024, description="Uploads/texts above this are ingested as a job (202)."
+    )
+    job_workers: int = Field(1, ge=1, le=16, description="In-process ingestion worker threads.")
 
     # --- server ------------------------------------------------------------
     host: str = "127.0.0.1"

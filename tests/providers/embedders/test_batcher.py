@@ -1,0 +1,116 @@
+"""MicroBatcher: concurrent single embeds become few model calls, off the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import numpy as np
+import pytest
+
+from ragline.errors import InvalidInput, ProviderError
+from ragline.providers.embedders.batcher import MicroBatcher
+from ragline.testing.fake_embedder import FakeEmbedder
+
+
+class ThreadRecordingEmbedder(FakeEmbedder):
+    """Remembers which threads ran embed(), to prove the loop thread never does."""
+
+    def __init__(self, **kw: object) -> None:
+        super().__init__(**kw)  # type: ignore[arg-type]
+        self.threads: set[int] = set()
+
+    def embed(self, texts, input_type="document"):  # type: ignore[no-untyped-def]
+        self.threads.add(threading.get_ident())
+        return super().embed(texts, input_type)
+
+
+async def test_100_concurrent_calls_are_batched_and_match_unbatched() -> None:
+    inner = ThreadRecordingEmbedder(dimension=16, delay=0.01, query_differs=True)
+    batcher = MicroBatcher(inner, max_batch=64, max_wait_ms=5)
+    texts = [f"query number {i} about topic {i % 7}" for i in range(100)]
+    results = await asyncio.gather(*(batcher.embed_one(t, "query") for t in texts))
+    assert inner.calls <= 5  # 100 calls -> a handful of batches
+    assert batcher.batches == inner.calls
+    assert max(len(t) for t, _ in inner.log) <= 64
+    assert threading.get_ident() not in inner.threads  # never on the event loop thread
+    unbatched = FakeEmbedder(dimension=16, query_differs=True)
+    for text, vec in zip(texts, results, strict=True):
+        assert vec.shape == (16,) and vec.dtype == np.float32
+        np.testing.assert_allclose(vec, unbatched.embed([text], "query")[0], atol=1e-7)
+    await batcher.aclose()
+
+
+async def test_input_types_never_share_a_batch() -> None:
+    inner = FakeEmbedder(dimension=8, query_differs=True)
+    batcher = MicroBatcher(inner, max_batch=64, max_wait_ms=5)
+    q, d = await asyncio.gather(batcher.embed_one("x", "query"), batcher.embed_one("x", "document"))
+    assert {it for _, it in inner.log} == {"query", "document"}
+    assert all(len(t) == 1 for t, _ in inner.log)
+    assert not np.allclose(q, d)
+    await batcher.aclose()
+
+
+async def test_lone_call_waits_at_most_the_window() -> None:
+    inner = FakeEmbedder(dimension=8)
+    batcher = MicroBatcher(inner, max_batch=64, max_wait_ms=5)
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    await batcher.embed_one("alone")
+    assert loop.time() - t0 < 0.5
+    assert inner.calls == 1
+    await batcher.aclose()
+
+
+async def test_full_batch_goes_out_without_waiting_for_the_window() -> None:
+    inner = FakeEmbedder(dimension=8)
+    batcher = MicroBatcher(inner, max_batch=10, max_wait_ms=10_000)
+    await asyncio.wait_for(
+        asyncio.gather(*(batcher.embed_one(f"t{i}") for i in range(10))), timeout=5
+    )
+    assert [len(t) for t, _ in inner.log] == [10]
+    await batcher.aclose()
+
+
+async def test_model_error_reaches_every_caller_and_batcher_recovers() -> None:
+    inner = FakeEmbedder(dimension=8, fail_with=ProviderError("upstream down"))
+    batcher = MicroBatcher(inner, max_batch=8, max_wait_ms=2)
+    results = await asyncio.gather(
+        *(batcher.embed_one(f"t{i}") for i in range(5)), return_exceptions=True
+    )
+    assert all(isinstance(r, ProviderError) for r in results)
+    inner.fail_with = None
+    vec = await batcher.embed_one("after recovery")
+    assert vec.shape == (8,)
+    await batcher.aclose()
+
+
+async def test_cancelled_caller_is_skipped() -> None:
+    inner = FakeEmbedder(dimension=8)
+    batcher = MicroBatcher(inner, max_batch=64, max_wait_ms=50)
+    doomed = asyncio.ensure_future(batcher.embed_one("cancel me"))
+    kept = asyncio.ensure_future(batcher.embed_one("keep me"))
+    await asyncio.sleep(0)
+    doomed.cancel()
+    vec = await kept
+    assert vec.shape == (8,)
+    assert inner.log == [(["keep me"], "query")]
+    await batcher.aclose()
+
+
+async def test_bad_input_is_refused_before_queueing() -> None:
+    batcher = MicroBatcher(FakeEmbedder(dimension=8))
+    with pytest.raises(InvalidInput):
+        await batcher.embed_one("x", "passage")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        MicroBatcher(FakeEmbedder(), max_batch=0)
+    await batcher.aclose()
+
+
+def test_usable_from_successive_event_loops() -> None:
+    inner = FakeEmbedder(dimension=8)
+    batcher = MicroBatcher(inner, max_batch=4, max_wait_ms=1)
+    for _ in range(2):
+        vec = asyncio.run(batcher.embed_one("again"))
+        assert vec.shape == (8,)
+    assert inner.calls == 2
