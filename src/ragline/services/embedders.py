@@ -36,7 +36,9 @@ class EmbedderPool:
         and "the default model, by name" share one instance and one cache."""
         if model is None:
             try:
-                model = getattr(registry.get("embedders", provider).Config(), "model", None)
+                options = self.settings.embedder_options.get(provider, {})
+                model = options.get("model") or getattr(
+                    registry.get("embedders", provider).Config(**options), "model", None)
             except Exception:  # a config without defaults: keep None
                 model = None
         return (provider, model)
@@ -48,8 +50,13 @@ class EmbedderPool:
             if emb is not None:
                 return emb
             cls = registry.get("embedders", provider)
+            options = dict(self.settings.embedder_options.get(provider, {}))
+            if model:
+                options["model"] = model
+            if "models_dir" in cls.Config.model_fields and self.settings.models_dir:
+                options.setdefault("models_dir", self.settings.models_dir)
             try:
-                config = cls.Config(**({"model": model} if model else {}))
+                config = cls.Config(**options)
                 inner = cls(config)
             except RaglineError:
                 raise
