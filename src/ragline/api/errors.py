@@ -26,7 +26,9 @@ def error_body(status: int, code: str, message: str, **extra: Any) -> dict[str, 
 
 
 def _describe(err: dict[str, Any]) -> str:
-    loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "query", "path")]
+    loc = [str(p) for p in err.get("loc", ())]
+    if loc and loc[0] in ("body", "query", "path", "header", "cookie"):
+        loc = loc[1:]  # the location prefix only: a field may itself be named "query"
     field = ".".join(loc) or "body"
     if err.get("type") == "missing":
         return f"'{field}' is required"

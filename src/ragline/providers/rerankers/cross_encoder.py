@@ -1,0 +1,232 @@
+"""Cross-encoder reranking with ``sentence_transformers.CrossEncoder`` (spec 000).
+
+A cross-encoder reads the query and a document together, so it ranks far
+better than vector similarity, at the price of one model pass per document.
+That is why it is optional, loaded once at startup, and why a model that was
+asked for but cannot load is fatal (:class:`ModelLoadError`): a server that
+silently serves without the reranker it was told to use hides a broken deploy.
+
+Where the model comes from, highest priority first (spec 000 "Priority order"):
+``--cross-encoder-path`` > ``--cross-encoder`` > env ``CROSS_ENCODER_PATH`` >
+env ``CROSS_ENCODER_MODEL``. A name that is an existing directory is loaded as a
+path, so ``--cross-encoder ./models/x`` works too.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
+
+import numpy as np
+from pydantic import Field
+
+from ragline.errors import InvalidInput, RaglineError
+from ragline.providers.base import Health, ProviderConfig
+from ragline.providers.rerankers.base import RerankedItem
+from ragline.providers.rerankers.catalog import enable_hint
+
+if TYPE_CHECKING:
+    from ragline.settings import Settings
+
+log = logging.getLogger(__name__)
+
+ENV_MODEL: Final = "CROSS_ENCODER_MODEL"
+ENV_PATH: Final = "CROSS_ENCODER_PATH"
+Origin = Literal[
+    "--cross-encoder-path", "--cross-encoder", "CROSS_ENCODER_PATH", "CROSS_ENCODER_MODEL"
+]
+
+
+class ModelLoadError(RaglineError):
+    """A cross-encoder was configured but could not be loaded; the server must not start."""
+
+    code = "model_load_failed"
+
+
+class RerankError(RaglineError):
+    """The model raised while scoring; the message carries the original exception."""
+
+    code = "rerank_failed"
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Which model to load and which option or variable asked for it (for logs and errors)."""
+
+    value: str
+    origin: Origin
+
+    @property
+    def is_path(self) -> bool:
+        """Paths skip the hub entirely; a name that exists on disk counts as a path."""
+        return self.origin in ("--cross-encoder-path", ENV_PATH) or Path(self.value).exists()
+
+
+def resolve_model_source(
+    cli_path: str | os.PathLike[str] | None,
+    cli_name: str | None,
+    env: Mapping[str, str] | None = None,
+) -> ModelSource | None:
+    """Apply the priority order path flag > name flag > env; ``None`` means reranking is off."""
+    env = os.environ if env is None else env
+    candidates: list[tuple[str | os.PathLike[str] | None, Origin]] = [
+        (cli_path, "--cross-encoder-path"),
+        (cli_name, "--cross-encoder"),
+        (env.get(ENV_PATH), ENV_PATH),
+        (env.get(ENV_MODEL), ENV_MODEL),
+    ]
+    for value, origin in candidates:
+        if value is not None and str(value).strip():
+            return ModelSource(str(value).strip(), origin)
+    return None
+
+
+class CrossEncoderConfig(ProviderConfig):
+    model: str = Field(description="Hugging Face model name or local directory.")
+    device: str = Field("cpu", description="Torch device; the server runs on CPU by default.")
+    batch_size: int = Field(32, ge=1, description="Pairs per forward pass.")
+    max_length: int | None = Field(
+        None, ge=8, description="Token limit per pair (the model's own limit when unset)."
+    )
+    max_documents: int = Field(1000, ge=1, description="Most documents accepted per request.")
+    max_chars: int = Field(4000, ge=1, description="Query and texts are clipped to this.")
+    local_files_only: bool = Field(False, description="Never contact the hub.")
+
+
+class CrossEncoderReranker:
+    """Scores (query, document) pairs with a loaded CrossEncoder; thread-safe."""
+
+    name: ClassVar[str] = "cross-encoder"
+    kind: ClassVar[str] = "reranker"
+    Config: ClassVar[type[ProviderConfig]] = CrossEncoderConfig
+    CAPABILITIES: ClassVar[list[str]] = ["rerank"]
+
+    def __init__(self, config: CrossEncoderConfig, model: Any | None = None) -> None:
+        """Load the model now (startup cost, not first-request cost); ``model`` injects one."""
+        self.config = config
+        self._model = model if model is not None else self._load(config)
+        # One forward pass at a time: concurrent torch calls on 2 cores only
+        # oversubscribe the CPU and make every request slower.
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _load(config: CrossEncoderConfig) -> Any:
+        try:
+            from sentence_transformers import CrossEncoder
+
+            return CrossEncoder(
+                config.model,
+                device=config.device,
+                max_length=config.max_length,
+                local_files_only=config.local_files_only,
+            )
+        except Exception as exc:
+            raise ModelLoadError(
+                f"Could not load cross-encoder '{config.model}': {type(exc).__name__}: {exc}"
+            ) from exc
+
+    @classmethod
+    def from_source(cls, source: ModelSource, **options: Any) -> CrossEncoderReranker:
+        """Build from a resolved source; a missing path fails fast instead of trying the hub."""
+        if source.origin in ("--cross-encoder-path", ENV_PATH) and not Path(source.value).is_dir():
+            raise ModelLoadError(
+                f"Could not load cross-encoder: {source.origin} '{source.value}' is not a directory"
+            )
+        config = CrossEncoderConfig(model=source.value, local_files_only=source.is_path, **options)
+        return cls(config)
+
+    @property
+    def model(self) -> str:
+        return self.config.model
+
+    def rerank(
+        self, query: str, documents: Sequence[Mapping[str, Any]], top_k: int | None = None
+    ) -> list[RerankedItem]:
+        """Score every document, sort by score descending, then keep ``top_k``.
+
+        Ties keep input order so results are deterministic. Raises
+        :class:`InvalidInput` for too many documents or a bad ``top_k`` and
+        :class:`RerankError` (500) when the model itself fails.
+        """
+        if top_k is not None and top_k < 1:
+            raise InvalidInput("top_k must be at least 1")
+        if len(documents) > self.config.max_documents:
+            raise InvalidInput(
+                f"Too many documents to rerank: {len(documents)} "
+                f"(maximum {self.config.max_documents})"
+            )
+        if not documents:
+            return []
+        limit = self.config.max_chars
+        pairs = [(query[:limit], str(doc.get("text") or "")[:limit]) for doc in documents]
+        try:
+            with self._lock:
+                raw = self._model.predict(
+                    pairs, batch_size=self.config.batch_size, show_progress_bar=False
+                )
+            scores = np.asarray(raw, dtype=np.float64)
+            if scores.ndim > 1:  # multi-label heads: the last column is "relevant"
+                scores = scores[:, -1]
+            if scores.shape != (len(documents),):
+                raise ValueError(f"model returned {scores.shape} scores for {len(documents)} pairs")
+        except RaglineError:
+            raise
+        except Exception as exc:
+            log.exception("cross-encoder %s failed while scoring", self.model)
+            raise RerankError(f"Reranking failed: {type(exc).__name__}: {exc}") from exc
+        order = sorted(range(len(documents)), key=lambda i: (-scores[i], i))
+        if top_k is not None:
+            order = order[:top_k]
+        return [
+            {"id": documents[i].get("id"), "score": float(scores[i]), "original_rank": i + 1}
+            for i in order
+        ]
+
+    def health_info(self) -> dict[str, str]:
+        """The ``cross_encoder`` object for ``GET /health`` (spec 000)."""
+        return {"model": self.model, "status": "loaded"}
+
+    @classmethod
+    def connection_schema(cls) -> dict[str, Any]:
+        return CrossEncoderConfig.model_json_schema()
+
+    def capabilities(self) -> list[str]:
+        return list(self.CAPABILITIES)
+
+    def health(self) -> Health:
+        return Health.now("ok", details=self.health_info())
+
+
+def load_from_settings(
+    settings: Settings, env: Mapping[str, str] | None = None
+) -> CrossEncoderReranker | None:
+    """Startup entry point: the configured reranker, or ``None`` (logged) when none is set.
+
+    Raises :class:`ModelLoadError` when a model was asked for and fails; the
+    CLI logs it as fatal and exits non-zero (spec 000).
+    """
+    source = resolve_model_source(settings.cross_encoder_path, settings.cross_encoder_model, env)
+    if source is None:
+        log.info("cross-encoder disabled: /rerank will answer 503. %s", enable_hint())
+        return None
+    where = "path" if source.is_path else "model"
+    log.info("loading cross-encoder %s %s (from %s)", where, source.value, source.origin)
+    started = time.perf_counter()
+    reranker = CrossEncoderReranker.from_source(
+        source,
+        max_documents=settings.rerank_max_documents,
+        max_chars=settings.rerank_max_chars,
+    )
+    log.info(
+        "cross-encoder loaded: %s %s in %.1f s",
+        where,
+        source.value,
+        time.perf_counter() - started,
+    )
+    return reranker
