@@ -559,10 +559,16 @@ def measure_empty(root: Path, d: Data, n_empty: int, dim: int) -> dict[str, Any]
     out["empty_parts_s"] = parts
     after = cs.get("bench-empty")
     out["empty_removed"] = removed
+    # the old shard is dropped in the background after the atomic swap: wait for it
+    old_dir = root / "shards" / shards["bench-empty"]
+    t_bg = time.perf_counter()
+    while old_dir.exists() and time.perf_counter() - t_bg < 60:
+        time.sleep(0.05)
+    out["empty_background_drop_s"] = time.perf_counter() - t_bg
     out["empty_ok"] = (
         removed == n_empty
         and store.count(after.shard, TENANT, None) == 0
-        and not (root / "shards" / shards["bench-empty"]).exists()
+        and not old_dir.exists()
     )
     t0 = time.perf_counter()
     deleted = store.delete_where(shards["bench-delete"], TENANT, None)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ragline.catalog.ingest_state import IngestState, JobTable
 from ragline.catalog.sqlite import Catalog
 from ragline.providers.registry import registry
 from ragline.providers.stores.base import VectorStore
@@ -16,6 +17,8 @@ from ragline.providers.stores.qdrant_edge.provider import disk_usage
 from ragline.services.collections import CollectionService
 from ragline.services.documents import DocumentService
 from ragline.services.embedders import EmbedderPool
+from ragline.services.ingest import IngestService
+from ragline.services.jobs import JobService
 from ragline.services.retrieval import RetrievalService
 from ragline.settings import Settings
 
@@ -40,9 +43,17 @@ class Ragline:
             self.collections, self.store, s.max_documents_per_request, self.embedders
         )
         self.retrieval = RetrievalService(self.collections, self.store, self.embedders,
-                                          s.rrf_k, s.hybrid_candidates)
+                                          s.rrf_k, s.hybrid_candidates,
+                                          reranker=lambda: self.cross_encoder,
+                                          fusion=s.hybrid_fusion)
         self.cross_encoder: Any = None
         self.collections.recover()
+        self.ingest_state = IngestState(self.catalog)
+        self.ingest_state.purge_stale({c.name: c.shard for c in self.collections.all()})
+        self.ingest = IngestService(s, self.collections, self.store, self.embedders,
+                                    self.ingest_state)
+        self.jobs = JobService(JobTable(self.catalog), self.ingest, s.job_workers,
+                               s.data_dir / "uploads")
 
     @property
     def tenant(self) -> str:
@@ -52,5 +63,6 @@ class Ragline:
         return disk_usage(self.settings.data_dir)
 
     def close(self) -> None:
+        self.jobs.close()
         self.store.close()
         self.catalog.close()

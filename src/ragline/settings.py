@@ -9,7 +9,7 @@ never show up in logs, reprs or API responses.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -58,8 +58,12 @@ class Settings(BaseSettings):
         "best on SciFact's train split (BENCHMARKS.md).")
     rrf_k: int = Field(10, description="k of reciprocal rank fusion (tuned on SciFact train).")
     hybrid_candidates: int = 100
-    openai_api_key: SecretStr | None = None
-    openai_base_url: str = "https://api.openai.com/v1"
+    embedder_options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Config per embedder provider, e.g. RAGLINE_EMBEDDER_OPTIONS="
+        '\'{"openai": {"base_url": "http://localhost:11434/v1", "model": "nomic-embed-text"}}\'. '
+        "API keys come from the provider's own env variables (RAGLINE_OPENAI_API_KEY).",
+    )
 
     # --- reranking ---------------------------------------------------------
     cross_encoder_model: str | None = Field(
@@ -109,6 +113,8 @@ class Settings(BaseSettings):
     job_workers: int = Field(1, ge=1, le=16, description="In-process ingestion worker threads.")
 
     # --- server ------------------------------------------------------------
+    worker_threads: int = Field(
+        4, ge=1, le=64, description="Threads for blocking work (store, models) per process.")
     host: str = "127.0.0.1"
     port: int = 8000
     log_level: str = "info"

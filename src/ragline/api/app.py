@@ -10,11 +10,21 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio.to_thread
 from fastapi import FastAPI
 
 from ragline import __version__
 from ragline.api import errors
-from ragline.api.routes import collections, documents, health, search
+from ragline.api.routes import (
+    collections,
+    context,
+    documents,
+    health,
+    ingestion,
+    rag_ingest,
+    rerank,
+    search,
+)
 from ragline.facade import Ragline
 from ragline.settings import Settings
 
@@ -24,6 +34,11 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Few worker threads: store and model calls hold the GIL, and with anyio's
+        # default 40 threads the event loop waited behind them (100 concurrent
+        # clients: 55 QPS and p95 4.7 s; see BENCHMARKS.md).
+        limiter = anyio.to_thread.current_default_thread_limiter()
+        limiter.total_tokens = settings.worker_threads
         owned = ragline is None
         app.state.ragline = ragline or Ragline(settings)
         try:
@@ -35,6 +50,7 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
     app = FastAPI(title="ragline", version=__version__, lifespan=lifespan,
                   description="Self-hosted RAG backend: collections, documents, search.")
     errors.install(app)
-    for module in (health, collections, documents, search):
+    for module in (health, collections, documents, search, ingestion, context, rag_ingest,
+                   rerank):
         app.include_router(module.router)
     return app

@@ -22,8 +22,10 @@ log = logging.getLogger("ragline")
 
 def _register_subcommands() -> None:
     from ragline.cli.eval_cmd import eval_app
+    from ragline.cli.ingest_cmd import ingest
 
     app.add_typer(eval_app, name="eval")
+    app.command("ingest")(ingest)
 
 
 def _cross_encoder_help() -> str:

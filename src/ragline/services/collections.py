@@ -26,6 +26,17 @@ log = logging.getLogger(__name__)
 MSG_NOT_EXIST = "Collection '{}' does not exist."
 
 
+def static_dimension(embedder: Any) -> int | None:
+    """The embedder's dimension if it is known without calling out to a service.
+
+    Creating a collection must not depend on a remote embedding API being up
+    (spec 000 stores provider settings without validating them); a hosted
+    provider with no configured dimension learns it from its first call.
+    """
+    remote_unknown = getattr(embedder, "_dimension", 0) is None
+    return None if remote_unknown else int(embedder.dimension)
+
+
 def new_shard_key() -> str:
     return uuid.uuid4().hex
 
@@ -64,7 +75,7 @@ class CollectionService:
             # a provider ragline can run fixes the dimension now, so pre-computed
             # vectors of another size are refused from the first request on
             emb = self.embedders.get(provider, model)
-            dimension = emb.dimension
+            dimension = static_dimension(emb.inner)
             model = model or emb.model
         return self.catalog.create_collection(
             name, meta, new_shard_key(), dimension, provider, model)
@@ -103,8 +114,22 @@ class CollectionService:
             except BaseException:
                 self.store.drop_shard(new)
                 raise
-            self._drop_retired(info.shard)
+            # the swap made the empty visible and atomic; closing and deleting the old
+            # shard is ~75 % of the time, so it runs in the background (start-up
+            # recovery finishes it if the process dies first)
+            threading.Thread(target=self._drop_retired, args=(info.shard,),
+                             name=f"drop-{info.shard}", daemon=True).start()
             return count
+
+    def replace_shard(self, name: str, old: str, new: str) -> None:
+        """Point ``name`` at an already filled shard ``new`` (a rebuild), then drop ``old``.
+
+        The swap is one catalog transaction, so readers see the old contents or
+        the new ones, never a half-built collection.
+        """
+        with self.lock(name):
+            self.catalog.swap_shard(name, old, new)
+            self._drop_retired(old)
 
     def _drop_retired(self, shard: str) -> None:
         try:

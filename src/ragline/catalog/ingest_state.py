@@ -1,0 +1,255 @@
+"""Ingestion state and ingestion jobs, in the catalog's SQLite database.
+
+Two tables beside ``collections``:
+
+* ``ingest_sources`` — per (collection, shard, tenant, source): the source's
+  path, the SHA-256 of its bytes and its chunk ids in order. This is what makes
+  runs incremental. Rows carry the shard key they describe, so a collection
+  that was emptied, recreated or deleted and re-created (a new shard) simply
+  has no state and is rebuilt, instead of "unchanged" files pointing at chunks
+  that are gone. A row with ``source_hash`` NULL is a first write in flight:
+  it exists so that a crash before the write finished is still noticed
+  (file changed → rewritten; file gone → its chunks deleted).
+* ``ingest_jobs`` — one row per ingestion run with its counters, so progress
+  and results survive the request that started them (and the process).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragline.catalog.sqlite import Catalog, now_iso
+
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS ingest_sources (
+        collection TEXT NOT NULL,
+        shard TEXT NOT NULL,
+        tenant TEXT NOT NULL,
+        source_id TEXT NOT NULL,
+        origin TEXT NOT NULL,
+        source_path TEXT NOT NULL,
+        source_hash TEXT,
+        fingerprint TEXT NOT NULL DEFAULT '',
+        chunk_ids TEXT NOT NULL DEFAULT '[]',
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (collection, shard, tenant, source_id)
+    )""",
+    """CREATE TABLE IF NOT EXISTS ingest_jobs (
+        id TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        trigger TEXT NOT NULL,
+        status TEXT NOT NULL,
+        mode TEXT NOT NULL,
+        collection TEXT NOT NULL,
+        tenant TEXT NOT NULL,
+        path TEXT,
+        restricted_paths TEXT,
+        counters TEXT NOT NULL DEFAULT '{}',
+        warnings TEXT NOT NULL DEFAULT '[]',
+        result TEXT,
+        created_at TEXT NOT NULL,
+        started_at TEXT,
+        finished_at TEXT,
+        duration_s REAL,
+        error TEXT
+    )""",
+    "CREATE INDEX IF NOT EXISTS ingest_jobs_by_time ON ingest_jobs(created_at)",
+)
+
+COUNTERS = (
+    "files_seen", "files_changed", "files_skipped", "files_deleted", "files_failed",
+    "chunks_created", "chunks_updated", "chunks_deleted", "texts_embedded", "embedding_calls",
+)
+"""Job counters, always present in a job (0 until the run gets there)."""
+
+JOB_STATUSES = ("queued", "running", "succeeded", "failed")
+
+
+@dataclass(slots=True)
+class SourceState:
+    source_id: str
+    origin: str
+    source_path: str
+    source_hash: str | None
+    chunk_ids: list[str]
+    fingerprint: str = ""
+    updated_at: str = ""
+
+
+@dataclass(slots=True)
+class Job:
+    id: str
+    kind: str
+    trigger: str
+    status: str
+    mode: str
+    collection: str
+    tenant: str
+    path: str | None
+    restricted_paths: list[str] | None
+    counters: dict[str, int]
+    warnings: list[str]
+    result: dict[str, Any] | None
+    created_at: str
+    started_at: str | None = None
+    finished_at: str | None = None
+    duration_s: float | None = None
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class IngestState:
+    """Source state rows; every write is one catalog transaction."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        with catalog.tx() as db:
+            for statement in SCHEMA:
+                db.execute(statement)
+
+    @staticmethod
+    def _row(row: sqlite3.Row) -> SourceState:
+        return SourceState(row["source_id"], row["origin"], row["source_path"],
+                           row["source_hash"], json.loads(row["chunk_ids"]),
+                           row["fingerprint"], row["updated_at"])
+
+    def sources(self, collection: str, shard: str, tenant: str) -> dict[str, SourceState]:
+        rows = self.catalog.read().execute(
+            "SELECT * FROM ingest_sources WHERE collection=? AND shard=? AND tenant=?",
+            (collection, shard, tenant)).fetchall()
+        return {r["source_id"]: self._row(r) for r in rows}
+
+    def source(self, collection: str, shard: str, tenant: str,
+               source_id: str) -> SourceState | None:
+        row = self.catalog.read().execute(
+            "SELECT * FROM ingest_sources WHERE collection=? AND shard=? AND tenant=? "
+            "AND source_id=?", (collection, shard, tenant, source_id)).fetchone()
+        return self._row(row) if row else None
+
+    def begin(self, collection: str, shard: str, tenant: str,
+              entries: list[SourceState]) -> None:
+        """Record sources about to be written for the first time (``source_hash`` NULL).
+
+        Rows that already exist are left alone: their old hash keeps them
+        "changed" until :meth:`commit`, which is all a crash needs.
+        """
+        ts = now_iso()
+        with self.catalog.tx() as db:
+            db.executemany(
+                "INSERT OR IGNORE INTO ingest_sources (collection, shard, tenant, source_id, "
+                "origin, source_path, source_hash, fingerprint, chunk_ids, updated_at) "
+                "VALUES (?,?,?,?,?,?,NULL,'','[]',?)",
+                [(collection, shard, tenant, e.source_id, e.origin, e.source_path, ts)
+                 for e in entries])
+
+    def commit(self, collection: str, shard: str, tenant: str,
+               entries: list[SourceState]) -> None:
+        """Settle sources after their chunks were written and stale ones deleted."""
+        ts = now_iso()
+        with self.catalog.tx() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO ingest_sources VALUES (?,?,?,?,?,?,?,?,?,?)",
+                [(collection, shard, tenant, e.source_id, e.origin, e.source_path,
+                  e.source_hash, e.fingerprint, json.dumps(e.chunk_ids), ts) for e in entries])
+
+    def drop(self, collection: str, shard: str, tenant: str, source_ids: list[str]) -> None:
+        with self.catalog.tx() as db:
+            db.executemany(
+                "DELETE FROM ingest_sources WHERE collection=? AND shard=? AND tenant=? "
+                "AND source_id=?", [(collection, shard, tenant, s) for s in source_ids])
+
+    def purge_stale(self, live: dict[str, str]) -> int:
+        """Delete rows of shards that are no longer a collection's current shard."""
+        rows = self.catalog.read().execute(
+            "SELECT DISTINCT collection, shard FROM ingest_sources").fetchall()
+        stale = [(r[0], r[1]) for r in rows if live.get(r[0]) != r[1]]
+        if stale:
+            with self.catalog.tx() as db:
+                db.executemany("DELETE FROM ingest_sources WHERE collection=? AND shard=?",
+                               stale)
+        return len(stale)
+
+
+class JobTable:
+    """``ingest_jobs`` rows: created queued, moved through running to a final status."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        IngestState(catalog)  # creates the tables
+
+    @staticmethod
+    def _row(row: sqlite3.Row) -> Job:
+        counters = {k: 0 for k in COUNTERS} | json.loads(row["counters"])
+        return Job(
+            id=row["id"], kind=row["kind"], trigger=row["trigger"], status=row["status"],
+            mode=row["mode"], collection=row["collection"], tenant=row["tenant"],
+            path=row["path"],
+            restricted_paths=json.loads(row["restricted_paths"])
+            if row["restricted_paths"] is not None else None,
+            counters=counters, warnings=json.loads(row["warnings"]),
+            result=json.loads(row["result"]) if row["result"] else None,
+            created_at=row["created_at"], started_at=row["started_at"],
+            finished_at=row["finished_at"], duration_s=row["duration_s"], error=row["error"],
+        )
+
+    def create(self, *, kind: str, trigger: str, mode: str, collection: str, tenant: str,
+               path: str | None, restricted_paths: list[str] | None = None) -> Job:
+        job_id = uuid.uuid4().hex
+        with self.catalog.tx() as db:
+            db.execute(
+                "INSERT INTO ingest_jobs (id, kind, trigger, status, mode, collection, tenant, "
+                "path, restricted_paths, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (job_id, kind, trigger, "queued", mode, collection, tenant, path,
+                 json.dumps(restricted_paths) if restricted_paths is not None else None,
+                 now_iso()))
+        job = self.get(job_id)
+        assert job is not None
+        return job
+
+    def get(self, job_id: str) -> Job | None:
+        row = self.catalog.read().execute(
+            "SELECT * FROM ingest_jobs WHERE id=?", (job_id,)).fetchone()
+        return self._row(row) if row else None
+
+    def recent(self, limit: int = 20, collection: str | None = None) -> list[Job]:
+        sql = "SELECT * FROM ingest_jobs"
+        args: tuple[Any, ...] = ()
+        if collection is not None:
+            sql += " WHERE collection=?"
+            args = (collection,)
+        sql += " ORDER BY created_at DESC, rowid DESC LIMIT ?"
+        return [self._row(r) for r in self.catalog.read().execute(sql, (*args, limit))]
+
+    def start(self, job_id: str) -> None:
+        with self.catalog.tx() as db:
+            db.execute("UPDATE ingest_jobs SET status='running', started_at=? WHERE id=?",
+                       (now_iso(), job_id))
+
+    def progress(self, job_id: str, counters: dict[str, int], warnings: list[str]) -> None:
+        with self.catalog.tx() as db:
+            db.execute("UPDATE ingest_jobs SET counters=?, warnings=? WHERE id=?",
+                       (json.dumps(counters), json.dumps(warnings[-50:]), job_id))
+
+    def finish(self, job_id: str, status: str, counters: dict[str, int], warnings: list[str],
+               duration_s: float, error: str | None = None,
+               result: dict[str, Any] | None = None) -> None:
+        with self.catalog.tx() as db:
+            db.execute(
+                "UPDATE ingest_jobs SET status=?, counters=?, warnings=?, finished_at=?, "
+                "duration_s=?, error=?, result=? WHERE id=?",
+                (status, json.dumps(counters), json.dumps(warnings[-50:]), now_iso(),
+                 round(duration_s, 3), error, json.dumps(result) if result else None, job_id))
+
+    def fail_unfinished(self, error: str) -> list[str]:
+        """Mark every ``queued``/``running`` job failed (they belong to a dead process)."""
+        with self.catalog.tx() as db:
+            ids = [r[0] for r in db.execute(
+                "SELECT id FROM ingest_jobs WHERE status IN ('queued','running')")]
+            db.execute(
+                "UPDATE ingest_jobs SET status='failed', error=?, finished_at=? "
+                "WHERE status IN ('queued','running')", (error, now_iso()))
+        return ids

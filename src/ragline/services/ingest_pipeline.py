@@ -1,0 +1,297 @@
+"""The write side of ingestion: sources → chunk records → embeddings → store → state.
+
+One :class:`Pipeline` writes into one shard for one tenant. The order of
+writes is what makes every crash repairable by the next run:
+
+1. ``begin``: sources written for the first time get a state row with no hash,
+   so even a brand-new file that crashes mid-write and is then deleted is
+   noticed (its chunks are found and removed).
+2. ``upsert``: every chunk of each changed source (the new ones and the
+   unchanged ones, whose neighbours or metadata may have moved).
+3. ``delete``: stale ids = (ids in the state, plus ids the store holds under this
+   ``parent_doc_id``) minus the new ids. The store query is what catches chunks
+   written by a run that crashed before updating the state.
+4. ``commit``: the state row gets the new hash and chunk ids, last.
+
+A crash between any two steps leaves searchable chunks (old, new, or both for
+a moment) and a state that still says "changed", so the next run redoes the
+source. Embeddings of chunks whose text did not change are reused from the
+store (same content hash, same vector), never recomputed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential,
+)
+
+from ragline.catalog.ingest_state import IngestState, SourceState
+from ragline.catalog.sqlite import now_iso
+from ragline.core.filters import Eq
+from ragline.core.types import CollectionInfo, Record, Vector
+from ragline.errors import InvalidInput, ModelNotLoaded, NotFound, ProviderError, RaglineError
+from ragline.ingest import assign_chunk_ids, chunk_document
+from ragline.ingest.types import SourceDocument
+from ragline.providers.embedders.base import Embedder
+from ragline.providers.stores.base import VectorStore
+from ragline.services.ingest_stats import IngestCancelled, IngestStats, Progress
+
+log = logging.getLogger(__name__)
+
+TokenCounter = Callable[[str], int]
+UPSERT_BATCH = 512
+"""Records per store write; a group larger than this is written in several."""
+REUSE_POOL_MAX = 20_000
+"""Vectors kept from deleted sources for renamed files (bounds memory on mass deletes)."""
+
+
+@dataclass
+class Target:
+    """Where and how to write: the shard, the tenant and the chunking/embedding settings."""
+
+    info: CollectionInfo
+    tenant: str
+    embedder: Embedder
+    count_tokens: TokenCounter
+    chunk_tokens: int
+    overlap: float
+    fingerprint: str
+    reuse: bool = True
+    defaults: dict[str, Any] = field(default_factory=dict)
+    path_pattern: str | None = None
+
+
+@dataclass
+class Prepared:
+    """A changed source, chunked, with the records to write (some still without vectors)."""
+
+    state: SourceState
+    records: list[Record]
+    old_ids: list[str]
+    existing: set[str]
+    first_write: bool
+
+
+def _retryable(exc: BaseException) -> bool:
+    return not isinstance(exc, InvalidInput | ModelNotLoaded | NotFound | IngestCancelled)
+
+
+class Pipeline:
+    def __init__(self, store: VectorStore, state: IngestState, target: Target, stats: IngestStats,
+                 *, batch_size: int, retry_attempts: int, retry_wait: float,
+                 retry_max_wait: float, progress: Progress | None = None,
+                 should_stop: Callable[[], bool] | None = None,
+                 background_writes: bool = False) -> None:
+        self.store = store
+        self.state = state
+        self.t = target
+        self.stats = stats
+        self.batch_size = batch_size
+        self.retry_attempts = retry_attempts
+        self.retry_wait = retry_wait
+        self.retry_max_wait = retry_max_wait
+        self.progress = progress
+        self.should_stop = should_stop
+        self.reuse_pool: dict[str, Vector] = {}
+        self._writer = (ThreadPoolExecutor(1, thread_name_prefix="ragline-ingest-write")
+                        if background_writes else None)
+        self._pending: Future[None] | None = None
+
+    @property
+    def shard(self) -> str:
+        return self.t.info.shard
+
+    def report(self) -> None:
+        if self.progress is not None:
+            self.progress(self.stats)
+
+    def check_stop(self) -> None:
+        if self.should_stop is not None and self.should_stop():
+            raise IngestCancelled("ingestion stopped by shutdown; committed sources are kept")
+
+    def stored_ids(self, source_id: str) -> set[str]:
+        """Ids the store holds under ``parent_doc_id == source_id`` (whatever the state says)."""
+        ids: set[str] = set()
+        where = Eq("parent_doc_id", source_id)
+        while True:
+            page = self.store.list_page(self.shard, self.t.tenant, where, 1000, len(ids))
+            ids.update(r.id for r in page.records)
+            if not page.records or len(ids) >= page.total:
+                return ids
+
+    def remember_vectors(self, sources: list[SourceState]) -> None:
+        """Keep the vectors of sources about to be deleted: a renamed file reuses them."""
+        if not self.t.reuse:
+            return
+        for src in sources:
+            if len(self.reuse_pool) >= REUSE_POOL_MAX:
+                return
+            for rec in self.store.get(self.shard, self.t.tenant, src.chunk_ids, True):
+                h = rec.metadata.get("content_hash")
+                if isinstance(h, str) and rec.embedding is not None:
+                    self.reuse_pool[h] = rec.embedding
+
+    # -- prepare ---------------------------------------------------------------------
+    def prepare(self, entry: SourceState, doc: SourceDocument | None,
+                old: SourceState | None) -> Prepared:
+        """Chunk ``doc`` (None: the source has no usable content) into full records."""
+        records: list[Record] = []
+        existing: set[str] = set()
+        if doc is not None:
+            t = self.t
+            chunks = chunk_document(doc, t.count_tokens, t.chunk_tokens, t.overlap)
+            ids = assign_chunk_ids(doc.source_id, chunks, namespace=t.tenant)
+            found = {r.id: r for r in self.store.get(self.shard, t.tenant, ids, t.reuse)}
+            existing = set(found)
+            now = now_iso()
+            for i, (chunk, cid) in enumerate(zip(chunks, ids, strict=True)):
+                prior = found.get(cid)
+                meta: dict[str, Any] = dict(doc.metadata)
+                meta.update({
+                    "source_id": doc.source_id, "parent_doc_id": doc.source_id,
+                    "source_path": doc.source_path, "source_type": doc.source_type,
+                    "title": doc.title, "section_id": chunk.section_id,
+                    "section_title": chunk.section_title, "heading_path": chunk.heading_path,
+                    "chunk_index": i, "total_chunks": len(chunks),
+                    "prev_chunk_id": ids[i - 1] if i else None,
+                    "next_chunk_id": ids[i + 1] if i + 1 < len(ids) else None,
+                    "content_hash": chunk.content_hash, "source_hash": doc.source_hash,
+                    "token_count": chunk.token_count,
+                    "created_at": (prior.metadata.get("created_at") if prior else None) or now,
+                    "updated_at": now,
+                })
+                if chunk.page_number is not None:
+                    meta["page_number"] = chunk.page_number
+                vec = None
+                if t.reuse:
+                    if (prior is not None and prior.embedding is not None
+                            and prior.metadata.get("content_hash") == chunk.content_hash):
+                        vec = prior.embedding
+                    else:
+                        vec = self.reuse_pool.get(chunk.content_hash)
+                records.append(Record(cid, chunk.text, meta, vec, t.tenant))
+        entry.chunk_ids = [r.id for r in records]
+        entry.fingerprint = self.t.fingerprint
+        return Prepared(entry, records, old.chunk_ids if old else [], existing,
+                        old is None or old.source_hash is None)
+
+    # -- embed -----------------------------------------------------------------------
+    def _log_retry(self, rs: RetryCallState) -> None:
+        exc = rs.outcome.exception() if rs.outcome else None
+        wait = rs.next_action.sleep if rs.next_action else 0.0
+        self.stats.warn(f"embedding attempt {rs.attempt_number} failed ({exc!r}); "
+                        f"retrying in {wait:.1f}s")
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        retrying = Retrying(
+            stop=stop_after_attempt(self.retry_attempts),
+            wait=wait_exponential(multiplier=self.retry_wait, max=self.retry_max_wait),
+            retry=retry_if_exception(_retryable), before_sleep=self._log_retry, reraise=True)
+        try:
+            for attempt in retrying:
+                with attempt:
+                    self.check_stop()
+                    self.stats.embedding_calls += 1
+                    t0 = time.perf_counter()
+                    try:
+                        vecs = np.asarray(self.t.embedder.embed(texts, "document"), np.float32)
+                    finally:
+                        self.stats.embed_seconds += time.perf_counter() - t0
+        except RaglineError:
+            raise
+        except Exception as exc:
+            raise ProviderError(f"embedding {len(texts)} text(s) failed after "
+                                f"{self.retry_attempts} attempt(s): {exc!r}") from exc
+        dim = self.t.info.dimension
+        if vecs.shape != (len(texts), dim) or not np.isfinite(vecs).all():
+            raise ProviderError(f"the embedder returned vectors of shape {vecs.shape} (expected "
+                                f"({len(texts)}, {dim})) or non-finite values")
+        self.stats.texts_embedded += len(texts)
+        return vecs
+
+    def embed_missing(self, group: list[Prepared]) -> None:
+        """Embed every record without a vector, each distinct text once, in batches."""
+        todo: dict[str, list[Record]] = {}
+        for p in group:
+            for r in p.records:
+                if r.embedding is None:
+                    todo.setdefault(r.text, []).append(r)
+        texts = list(todo)
+        for start in range(0, len(texts), self.batch_size):
+            part = texts[start:start + self.batch_size]
+            for text, vec in zip(part, self._embed_batch(part), strict=True):
+                for r in todo[text]:
+                    r.embedding = vec
+            self.report()
+
+    # -- write -----------------------------------------------------------------------
+    def flush(self, group: list[Prepared]) -> None:
+        """Embed a group of changed sources, then write it in the crash-safe order.
+
+        With background writes, the group's write runs in the writer thread while
+        the caller prepares and embeds the next group (the model releases the GIL);
+        the previous group's write is always finished first, so writes stay in order.
+        """
+        if not group:
+            return
+        first = [p.state for p in group if p.first_write]
+        if first:
+            self.state.begin(self.t.info.name, self.shard, self.t.tenant, first)
+        self.embed_missing(group)
+        self.check_stop()
+        self.drain()
+        if self._writer is None:
+            self._write(group)
+        else:
+            self._pending = self._writer.submit(self._write, group)
+
+    def _write(self, group: list[Prepared]) -> None:
+        records = [r for p in group for r in p.records]
+        for start in range(0, len(records), UPSERT_BATCH):
+            self.store.upsert(self.shard, records[start:start + UPSERT_BATCH])
+        for p in group:
+            new = set(p.state.chunk_ids)
+            stale = (set(p.old_ids) | self.stored_ids(p.state.source_id)) - new
+            if stale:
+                self.stats.chunks_deleted += self.store.delete_ids(
+                    self.shard, self.t.tenant, sorted(stale))
+            self.stats.chunks_created += len(new - p.existing)
+            self.stats.chunks_updated += len(new & p.existing)
+        self.state.commit(self.t.info.name, self.shard, self.t.tenant, [p.state for p in group])
+        self.report()
+
+    def drain(self) -> None:
+        """Wait for the write in flight, raising its error."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+    def close(self, *, quiet: bool = False) -> None:
+        """Finish the write in flight and stop the writer (``quiet``: do not raise)."""
+        try:
+            with contextlib.suppress(BaseException) if quiet else contextlib.nullcontext():
+                self.drain()
+        finally:
+            if self._writer is not None:
+                self._writer.shutdown(wait=True)
+
+    def delete_source(self, old: SourceState) -> None:
+        """Remove a source that disappeared: its chunks first, its state row last."""
+        n = self.store.delete_ids(self.shard, self.t.tenant, old.chunk_ids)
+        n += self.store.delete_where(self.shard, self.t.tenant,
+                                     Eq("parent_doc_id", old.source_id))
+        self.stats.chunks_deleted += n
+        self.state.drop(self.t.info.name, self.shard, self.t.tenant, [old.source_id])

@@ -1,0 +1,44 @@
+"""``ragline ingest``: progress, summary table, exit codes (fake embedder, in process)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ragline.cli.main import app
+from tests.ingestion_support import (
+    SENSING,
+    copy_book,
+    edit_section,
+    few_payload_indexes,  # noqa: F401 (fixture)
+)
+
+pytestmark = pytest.mark.usefixtures("few_payload_indexes")
+
+
+@pytest.fixture(autouse=True)
+def fake_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGLINE_DEFAULT_EMBEDDER", "fake")
+    monkeypatch.setenv("RAGLINE_INGEST_CHUNK_TOKENS", "60")
+
+
+def test_ingest_command_runs_incrementally(tmp_path: Path) -> None:
+    book = copy_book(tmp_path)
+    args = ["ingest", str(book), "--collection", "book", "--data-dir", str(tmp_path / "d")]
+    runner = CliRunner()
+    first = runner.invoke(app, args)
+    assert first.exit_code == 0, first.output
+    assert "succeeded" in first.output and "files changed" in first.output
+    edit_section(book / SENSING, "Cameras", "The CLI sees this change.")
+    second = runner.invoke(app, [*args, "--quiet"])
+    assert second.exit_code == 0, second.output
+    row = next(line for line in second.output.splitlines() if "files unchanged" in line)
+    assert row.split()[-2] == "5"
+    bad = runner.invoke(app, [*args[:3], "book", "--mode", "sideways", "--data-dir",
+                              str(tmp_path / "d")])
+    assert bad.exit_code == 2 and "Invalid mode" in bad.output
+    missing = runner.invoke(app, ["ingest", str(tmp_path / "nope"), "--collection", "book",
+                                  "--data-dir", str(tmp_path / "d")])
+    assert missing.exit_code == 2 and "does not exist" in missing.output

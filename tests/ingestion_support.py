@@ -1,0 +1,116 @@
+"""Shared helpers for the ingestion pipeline, job, webhook and endpoint tests.
+
+The fake embedder (a hashed bag of words) counts every call and text, which is
+what lets the tests assert exact numbers of embeddings.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragline.core.types import Record
+from ragline.facade import Ragline
+from ragline.providers.registry import registry
+from ragline.settings import Settings
+from ragline.testing.fake_embedder import FakeEmbedder
+
+BOOK = Path(__file__).resolve().parent / "fixtures" / "book"
+SENSING = "module-1-foundations/chapter-1-sensing/01-how-robots-sense.md"
+BROKEN = "module-1-foundations/chapter-1-sensing/02-broken-frontmatter.md"
+CODE = "module-1-foundations/chapter-2-code/01-code-and-tables.md"
+MDX = "module-1-foundations/chapter-2-code/02-components.mdx"
+CHUNK_TOKENS = 60
+
+registry.register("embedders", "fake", FakeEmbedder)
+
+
+@pytest.fixture
+def few_payload_indexes() -> Iterator[None]:
+    """Let the Edge store index at most 4 metadata fields in these tests.
+
+    Qdrant Edge takes 0.2-0.5 s per payload index it creates, and a fresh book
+    collection has ~30 metadata fields: without this every test would spend
+    ~10 s creating indexes that ingestion correctness does not depend on
+    (filters scan payloads without them). The end-to-end test with the real
+    model and the benchmark keep the store's normal policy.
+    """
+    from ragline.providers.stores.qdrant_edge import fields
+
+    saved = fields.MAX_INDEXED_FIELDS
+    fields.MAX_INDEXED_FIELDS = 4
+    try:
+        yield
+    finally:
+        fields.MAX_INDEXED_FIELDS = saved
+
+
+def sid(rel: str) -> str:
+    """The source id (``parent_doc_id``) of a relative path."""
+    return rel.rsplit(".", 1)[0]
+
+
+def fake_settings(tmp_path: Path, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "data_dir": tmp_path / "data", "default_embedder": "fake",
+        "default_collection": "book", "ingest_chunk_tokens": CHUNK_TOKENS,
+        "ingest_retry_wait_s": 0.0, **overrides,
+    }
+    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+
+
+def copy_book(tmp_path: Path, name: str = "book") -> Path:
+    dest = tmp_path / name
+    shutil.copytree(BOOK, dest)
+    return dest
+
+
+def fake_of(rl: Ragline, collection: str = "book") -> FakeEmbedder:
+    """The embedder instance ingestion uses for ``collection`` (to read its counters)."""
+    info = rl.collections.get(collection)
+    assert info.embedding_provider is not None
+    inner = rl.embedders.get(info.embedding_provider, info.embedding_model).inner
+    assert isinstance(inner, FakeEmbedder)
+    return inner
+
+
+def stored(rl: Ragline, collection: str = "book", tenant: str = "default") -> list[Record]:
+    info = rl.collections.get(collection)
+    page = rl.store.list_page(info.shard, tenant, None, 10_000, 0)
+    assert len(page.records) == page.total
+    return page.records
+
+
+def by_parent(records: list[Record]) -> dict[str, list[Record]]:
+    out: dict[str, list[Record]] = defaultdict(list)
+    for r in records:
+        out[str(r.metadata["parent_doc_id"])].append(r)
+    for chunks in out.values():
+        chunks.sort(key=lambda r: int(r.metadata["chunk_index"]))  # type: ignore[arg-type]
+    return dict(out)
+
+
+def check_chains(records: list[Record]) -> None:
+    """Every source: indexes 0..n-1, prev/next linking neighbours, nulls at the ends."""
+    for parent, chunks in by_parent(records).items():
+        n = len(chunks)
+        assert [c.metadata["chunk_index"] for c in chunks] == list(range(n)), parent
+        for i, c in enumerate(chunks):
+            assert c.metadata["total_chunks"] == n
+            assert c.metadata["prev_chunk_id"] == (chunks[i - 1].id if i else None)
+            assert c.metadata["next_chunk_id"] == (chunks[i + 1].id if i + 1 < n else None)
+
+
+def edit_section(path: Path, heading: str, new_text: str) -> None:
+    """Replace the body of the ``## heading`` section of a Markdown file."""
+    lines = path.read_text().split("\n")
+    start = lines.index(f"## {heading}")
+    end = next((j for j in range(start + 1, len(lines)) if lines[j].startswith("## ")),
+               len(lines))
+    lines[start + 1:end] = ["", new_text, ""]
+    path.write_text("\n".join(lines))
