@@ -34,10 +34,17 @@ wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 local qs = {%s}
 local mode = "%s"
+local run = "%s"
+local threads = 0
+function setup(thread)
+  threads = threads + 1
+  thread:set("tid", threads)
+end
 local n = 0
 request = function()
   n = n + 1
-  local q = qs[(n %% #qs) + 1] .. " r" .. n .. "t" .. math.random(1000000)
+  -- run id + thread id + counter: no two requests (in any run or rep) share a text
+  local q = qs[(n %% #qs) + 1] .. " " .. run .. tid .. n
   return wrk.format(nil, nil, nil, '{"query": "' .. q .. '", "mode": "' .. mode .. '"}')
 end
 """
@@ -71,9 +78,12 @@ def run(args: argparse.Namespace, batching: bool, queries: list[str]) -> dict:
             for mode in args.modes.split(","):
                 script = Path(tmp) / f"{mode}.lua"
                 quoted = ",".join(f"[[{q}]]" for q in queries)  # Lua long strings
-                script.write_text(LUA % (quoted, mode))
-                wrk(url, script, 10, 3)  # warm-up
-                reps = [wrk(url, script, args.connections, args.seconds)
+                def fresh(script: Path = script, mode: str = mode, quoted: str = quoted) -> Path:
+                    script.write_text(LUA % (quoted, mode, time.time_ns() % 100_000))
+                    return script
+
+                wrk(url, fresh(), 10, 3)  # warm-up
+                reps = [wrk(url, fresh(), args.connections, args.seconds)
                         for _ in range(args.reps)]
                 out[mode] = {k: statistics.median(r[k] for r in reps) for k in reps[0]}
     finally:

@@ -53,6 +53,9 @@ class Settings(BaseSettings):
     )
     embed_max_batch: int = 64
     embed_max_wait_ms: float = 3.0
+    embed_workers: int = Field(
+        2, ge=1, le=16, description="Micro-batches embedded at once (one core each: the local "
+        "model runs each batch single-threaded).")
     hybrid_fusion: Literal["rrf", "dbsf"] = Field(
         "dbsf", description="How hybrid search fuses dense and BM25 lists; dbsf measured "
         "best on SciFact's train split (BENCHMARKS.md).")

@@ -68,7 +68,8 @@ class EmbedderPool:
             emb = CachedEmbedder(inner, max_entries=self.settings.embedding_cache_size)
             self._embedders[key] = emb
             self._batchers[key] = MicroBatcher(emb, max_batch=self.settings.embed_max_batch,
-                                               max_wait_ms=self.settings.embed_max_wait_ms)
+                                               max_wait_ms=self.settings.embed_max_wait_ms,
+                                               workers=self.settings.embed_workers)
             log.info("loaded embedder %s (%s)", provider, emb.model)
             return emb
 
