@@ -62,7 +62,6 @@ class Not:
 
 Node = Union[Eq, In, Range, And, Or, Not]
 
-_LOGICAL = {"$and", "$or", "$not"}
 _FIELD_OPS = {"$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$contains", "$not"}
 
 
