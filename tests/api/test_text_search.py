@@ -122,6 +122,20 @@ def test_repeated_query_hits_the_cache(client: TestClient) -> None:
     assert cache["hits"] >= 1 and cache["size"] >= 1
 
 
+
+def test_info_counts_micro_batched_queries(client: TestClient) -> None:
+    def batched() -> int:
+        return int(client.get("/info").json()["embedding_cache"]["fake:fake-bow"]
+                   ["batching"]["texts"])
+
+    search(client, query="warm the model up", mode="dense")
+    before = batched()
+    search(client, query="a question never asked before", mode="dense")
+    assert batched() == before + 1
+    search(client, query="a question never asked before", mode="dense")
+    assert batched() == before + 1  # a cache hit never reaches the batcher
+
+
 def test_text_query_errors(client: TestClient) -> None:
     r = client.post("/collections/book/search", json={"mode": "sparse"})
     assert r.status_code == 400 and "Give 'query'" in r.json()["detail"]

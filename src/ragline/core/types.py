@@ -47,8 +47,11 @@ class Page:
     total: int
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, frozen=True)
 class CollectionInfo:
+    """A catalog row. Frozen: the catalog caches and shares these (its metadata
+    dict must not be mutated either)."""
+
     name: str
     metadata: dict[str, Any]
     dimension: int | None

@@ -27,6 +27,7 @@ class EmbedderPool:
         self._embedders: dict[tuple[str, str | None], CachedEmbedder] = {}
         self._batchers: dict[tuple[str, str | None], MicroBatcher] = {}
         self._lock = threading.Lock()
+        self._keys: dict[tuple[str, str | None], tuple[str, str | None]] = {}
 
     def known(self, provider: str | None) -> bool:
         return bool(provider) and provider in registry.names("embedders")
@@ -34,6 +35,10 @@ class EmbedderPool:
     def _key(self, provider: str, model: str | None) -> tuple[str, str | None]:
         """(provider, model) with the provider's default model filled in, so "no model"
         and "the default model, by name" share one instance and one cache."""
+        known = self._keys.get((provider, model))
+        if known is not None:
+            return known
+        asked = (provider, model)
         if model is None:
             try:
                 options = self.settings.embedder_options.get(provider, {})
@@ -41,6 +46,7 @@ class EmbedderPool:
                     registry.get("embedders", provider).Config(**options), "model", None)
             except Exception:  # a config without defaults: keep None
                 model = None
+        self._keys[asked] = (provider, model)
         return (provider, model)
 
     def get(self, provider: str, model: str | None = None) -> CachedEmbedder:
@@ -77,9 +83,22 @@ class EmbedderPool:
         self.get(provider, model)
         return self._batchers[self._key(provider, model)]
 
+    def loaded_batcher(self, provider: str, model: str | None = None) -> MicroBatcher | None:
+        """The batcher if its model is already loaded, else None: a lookup cheap
+        enough for the event loop (loading a model is not)."""
+        return self._batchers.get(self._key(provider, model))
+
     def embed_documents(self, provider: str, model: str | None,
                         texts: list[str]) -> np.ndarray:
         return self.get(provider, model).embed(texts, input_type="document")
 
     def stats(self) -> dict[str, Any]:
-        return {f"{p}:{m or 'default'}": e.stats() for (p, m), e in self._embedders.items()}
+        """Cache counters per (provider, model), with the micro-batcher's under ``batching``."""
+        out: dict[str, Any] = {}
+        for key, emb in self._embedders.items():
+            entry: dict[str, Any] = dict(emb.stats())
+            batcher = self._batchers.get(key)
+            if batcher is not None:
+                entry["batching"] = batcher.stats()
+            out[f"{key[0]}:{key[1] or 'default'}"] = entry
+        return out

@@ -167,9 +167,15 @@ class RetrievalService:
         if plan.needs_embedding:
             info = plan.info
             assert info.embedding_provider is not None
-            batcher = await anyio.to_thread.run_sync(
-                self.embedders.batcher, info.embedding_provider, info.embedding_model)
-            vec = await batcher.embed_one(q.query or "", "query")
+            text = q.query or ""
+            batcher = self.embedders.loaded_batcher(info.embedding_provider,
+                                                    info.embedding_model)
+            if batcher is None:  # first use: loading the model takes a while
+                batcher = await anyio.to_thread.run_sync(
+                    self.embedders.batcher, info.embedding_provider, info.embedding_model)
+            cached = self.embedders.get(info.embedding_provider,
+                                        info.embedding_model).lookup(text, "query")
+            vec = cached if cached is not None else await batcher.embed_one(text, "query")
             plan.vector = self._vector_dim_check(plan, np.asarray(vec, dtype=np.float32))
         hits = await anyio.to_thread.run_sync(self._execute, q, plan)
         return SearchResult(hits, plan.mode, (time.perf_counter() - t0) * 1000, plan.stages,

@@ -114,3 +114,49 @@ def test_usable_from_successive_event_loops() -> None:
         vec = asyncio.run(batcher.embed_one("again"))
         assert vec.shape == (8,)
     assert inner.calls == 2
+
+
+class OverlapEmbedder(FakeEmbedder):
+    """Counts how many embed() calls run at the same moment."""
+
+    def __init__(self, **kw: object) -> None:
+        super().__init__(**kw)  # type: ignore[arg-type]
+        self._guard = threading.Lock()
+        self.running = 0
+        self.peak = 0
+
+    def embed(self, texts, input_type="document"):  # type: ignore[no-untyped-def]
+        with self._guard:
+            self.running += 1
+            self.peak = max(self.peak, self.running)
+        try:
+            return super().embed(texts, input_type)
+        finally:
+            with self._guard:
+                self.running -= 1
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+async def test_at_most_workers_batches_run_at_once(workers: int) -> None:
+    inner = OverlapEmbedder(dimension=8, delay=0.05)
+    batcher = MicroBatcher(inner, max_batch=4, max_wait_ms=1, workers=workers)
+    texts = [f"t{i}" for i in range(40)]
+    results = await asyncio.gather(*(batcher.embed_one(t) for t in texts))
+    assert inner.peak == workers  # the second core is used, never oversubscribed
+    for text, vec in zip(texts, results, strict=True):  # each caller still gets its own row
+        np.testing.assert_allclose(vec, FakeEmbedder(dimension=8).embed([text])[0], atol=1e-7)
+    assert batcher.stats() == {"batches": inner.calls, "texts": 40,
+                               "mean_batch": round(40 / inner.calls, 2)}
+    assert max(len(t) for t, _ in inner.log) <= 4
+    await batcher.aclose()
+
+
+async def test_busy_workers_let_the_next_batch_grow() -> None:
+    # While the only worker is busy, callers queue up and leave together.
+    inner = FakeEmbedder(dimension=8, delay=0.1)
+    batcher = MicroBatcher(inner, max_batch=64, max_wait_ms=0, workers=1)
+    first = asyncio.ensure_future(batcher.embed_one("first"))
+    await asyncio.sleep(0.02)  # "first" is now in the model
+    await asyncio.gather(first, *(batcher.embed_one(f"t{i}") for i in range(20)))
+    assert [len(t) for t, _ in inner.log] == [1, 20]
+    await batcher.aclose()

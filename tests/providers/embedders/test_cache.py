@@ -115,3 +115,15 @@ def test_thread_safe_under_concurrent_use() -> None:
     assert not errors
     stats = cached.stats()
     assert stats["size"] <= 50 and stats["hits"] + stats["misses"] == 4 * 200 * 3
+
+
+def test_lookup_answers_hits_only_and_never_calls_the_model() -> None:
+    inner = FakeEmbedder(dimension=8, query_differs=True)
+    cached = CachedEmbedder(inner, max_entries=10)
+    assert cached.lookup("what is rag?", "query") is None  # a miss is not counted
+    vec = cached.embed(["what is rag?"], "query")[0]
+    np.testing.assert_array_equal(cached.lookup("what is rag?", "query"), vec)
+    assert cached.lookup("what is rag?", "document") is None  # input_type is in the key
+    assert inner.calls == 1
+    assert cached.stats() == {"hits": 1, "misses": 1, "size": 1}
+    assert CachedEmbedder(inner, max_entries=0).lookup("what is rag?", "query") is None

@@ -89,27 +89,31 @@ def test_shipped_runtime_matches_sentence_transformers_fp32(
     ref = reference[: len(SENTENCES)]
     lens = np.array([local_embedder.count_tokens(s) for s in SENTENCES])
     cut = local_embedder.config.fp32_max_tokens
-    assert (lens > cut).sum() >= 6 and (lens <= cut).sum() >= 6  # both graphs exercised
+    assert (lens > cut).sum() >= 20 and (lens <= cut).sum() >= 3  # both graphs exercised
     batched = local_embedder.embed(SENTENCES)
     alone = np.vstack([local_embedder.embed([s]) for s in SENTENCES])
     cos_batched = np.sum(ref * batched, axis=1)
     cos_alone = np.sum(ref * alone, axis=1)
-    assert cos_batched.min() >= 0.98, dict(zip(SENTENCES, cos_batched.round(4), strict=True))
-    assert cos_alone.min() >= 0.98, dict(zip(SENTENCES, cos_alone.round(4), strict=True))
+    # The shipped accuracy (local_onnx.py docstring): int8 for all but the tiniest
+    # texts, min 0.978 here (a URL), mean above 0.99.
+    assert cos_batched.min() >= 0.975, dict(zip(SENTENCES, cos_batched.round(4), strict=True))
+    assert cos_alone.min() >= 0.975, dict(zip(SENTENCES, cos_alone.round(4), strict=True))
     assert cos_batched.mean() >= 0.99
     # Short texts run on the fp32 graph: the same numbers as the reference.
     assert cos_alone[lens <= cut].min() >= 0.9999
 
 
-def test_int8_graph_alone_is_accurate_except_for_short_texts(
+def test_int8_graph_alone_is_least_accurate_on_the_tiniest_texts(
     minilm_dir: Path, reference: np.ndarray
 ) -> None:
     int8_only = LocalOnnxEmbedder(model=str(minilm_dir), fp32_max_tokens=0)
     lens = np.array([int8_only.count_tokens(s) for s in SENTENCES])
     cos = np.sum(reference[: len(SENTENCES)] * int8_only.embed(SENTENCES), axis=1)
-    assert cos[lens > 64].min() >= 0.98  # what int8 serves in the shipped config
-    # Very short or punctuation-only texts ("ok", "!!! ??? ...") drop to ~0.96:
-    # why texts up to fp32_max_tokens go to the fp32 graph.
+    assert cos[lens > 8].min() >= 0.975  # what int8 serves in the shipped config
+    assert cos[lens > 64].min() >= 0.98
+    # The tiniest texts ("ok", "a") are where int8 is worst: why texts up to
+    # fp32_max_tokens go to the fp32 graph.
+    assert cos[lens <= 8].min() < cos[lens > 64].min()
     assert cos.min() >= 0.95
 
 

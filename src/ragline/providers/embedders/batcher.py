@@ -6,9 +6,11 @@ running the model on the event loop would stall every other request. The batcher
 collects calls for up to ``max_wait_ms`` (or until ``max_batch``), runs one
 ``embed()`` in a worker thread and hands each caller its row.
 
-It is adaptive: while a batch runs, new calls queue up and go out together as
-soon as the worker is free, so batches grow with load and latency stays at one
-model call plus at most ``max_wait_ms`` when idle.
+It is adaptive: while batches run, new calls queue up and go out together as
+soon as a worker is free, so batches grow with load and latency stays at one
+model call plus at most ``max_wait_ms`` when idle. Up to ``workers`` batches run
+at once: the local model runs each batch on one core, so one batch at a time
+would leave the second core idle while the first batch runs.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class _Lane:
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     full: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
+    inflight: set[asyncio.Task[None]] = field(default_factory=set)
 
 
 class MicroBatcher:
@@ -58,9 +61,11 @@ class MicroBatcher:
         self.max_batch = max_batch
         self.max_wait = max_wait_ms / 1000
         self._executor = ThreadPoolExecutor(workers, thread_name_prefix="ragline-embed")
+        self.workers = workers
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lanes: dict[str, _Lane] = {}
         self.batches = 0  # embed() calls made, for metrics and tests
+        self.texts = 0  # texts embedded through those calls
 
     async def embed_one(
         self, text: str, input_type: InputType = "query"
@@ -88,6 +93,9 @@ class MicroBatcher:
                 lane.wake.clear()
                 await lane.wake.wait()
                 continue
+            if len(lane.inflight) >= self.workers:  # every worker busy: let the batch grow
+                await asyncio.wait(lane.inflight, return_when=asyncio.FIRST_COMPLETED)
+                continue
             # Wait out the window of the oldest pending call, unless the batch fills.
             remaining = lane.pending[0][2] + self.max_wait - loop.time()
             if remaining > 0 and len(lane.pending) < self.max_batch:
@@ -100,7 +108,9 @@ class MicroBatcher:
                 lane.full.clear()
             live = [(t, f) for t, f, _ in batch if not f.done()]  # skip cancelled callers
             if live:
-                await self._dispatch(loop, live, input_type)
+                task = loop.create_task(self._dispatch(loop, live, input_type))
+                lane.inflight.add(task)
+                task.add_done_callback(lane.inflight.discard)
 
     async def _dispatch(
         self,
@@ -110,6 +120,7 @@ class MicroBatcher:
     ) -> None:
         texts = [t for t, _ in live]
         self.batches += 1
+        self.texts += len(texts)
         try:
             vecs = await loop.run_in_executor(
                 self._executor, self.embedder.embed, texts, input_type
@@ -126,9 +137,16 @@ class MicroBatcher:
             if not f.done():
                 f.set_result(np.asarray(vecs[i], dtype=np.float32))
 
+    def stats(self) -> dict[str, float]:
+        """For ``/info``: how well concurrent queries are being batched."""
+        mean = self.texts / self.batches if self.batches else 0.0
+        return {"batches": self.batches, "texts": self.texts, "mean_batch": round(mean, 2)}
+
     async def aclose(self) -> None:
         """Stop the lane tasks of the current loop and the worker thread."""
         for lane in self._lanes.values():
+            for t in list(lane.inflight):
+                t.cancel()
             if lane.task is not None:
                 lane.task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):

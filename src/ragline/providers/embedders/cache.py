@@ -131,6 +131,24 @@ class CachedEmbedder:
             return np.zeros((0, self.inner.dimension), dtype=np.float32)
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
 
+    def lookup(self, text: str, input_type: InputType) -> npt.NDArray[np.float32] | None:
+        """The cached vector of one text, or None (counted as a hit, never as a miss).
+
+        The search path asks this before queueing a query for the micro-batcher, so
+        a repeated query skips the batch window and the worker thread entirely.
+        """
+        if self.max_entries == 0:
+            return None
+        key = self._key(text, input_type)
+        with self._lock:
+            vec = self._entries.get(key)
+            if vec is None:
+                return None
+            self._entries.move_to_end(key)
+            self._hits += 1
+        log.debug("embedding cache: 1 hit")
+        return vec
+
     def stats(self) -> dict[str, int]:
         with self._lock:
             return {"hits": self._hits, "misses": self._misses, "size": len(self._entries)}
