@@ -36,6 +36,8 @@ class Ragline:
             path=s.shards_dir(),
             exact_search_max_matches=s.exact_search_max_matches,
             hnsw_ef=s.hnsw_ef,
+            search_threads=s.edge_search_threads,
+            payload_memory=s.edge_payload_memory,
         ))
         self.embedders = EmbedderPool(s)
         self.collections = CollectionService(self.catalog, self.store, self.embedders)

@@ -40,6 +40,10 @@ class Settings(BaseSettings):
         "(recall 1.0); broader filters use HNSW with hnsw_ef.",
     )
     hnsw_ef: int = 256
+    edge_search_threads: int = Field(
+        1, ge=1, le=64, description="Search threads per Qdrant Edge shard (see "
+        "QdrantEdgeConfig.search_threads: 1 is fastest under concurrent load).")
+    edge_payload_memory: Literal["cold", "cached"] = "cached"
 
     # --- embeddings --------------------------------------------------------
     default_embedder: str = "local"

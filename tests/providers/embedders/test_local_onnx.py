@@ -170,3 +170,23 @@ def test_bare_directory_without_manifest_or_fp32_graph(minilm_dir: Path, tmp_pat
     assert emb._fp32_session is None  # int8 for everything
     ref = LocalOnnxEmbedder(model=str(minilm_dir), fp32_max_tokens=0).embed(DOCS)
     np.testing.assert_allclose(vecs, ref, atol=1e-6)
+
+
+@pytest.mark.parametrize("size", [1, 4, 32])
+def test_length_chunks_bound_padding_and_size(size: int) -> None:
+    import random
+
+    from ragline.providers.embedders.local_onnx import MAX_PADDING, length_chunks
+
+    rng = random.Random(size)
+    lens = [rng.randint(5, 60) for _ in range(200)] + [256] * 40  # queries, then passages
+    order = sorted(range(len(lens)), key=lambda i: lens[i])
+    chunks = length_chunks(order, lens, size)
+    assert [i for c in chunks for i in c] == order  # every text once, order kept
+    for c in chunks:
+        assert 1 <= len(c) <= size
+        if len(c) > 1:
+            padded = max(lens[i] for i in c) * len(c)
+            assert padded <= sum(lens[i] for i in c) * (1 + MAX_PADDING)
+    # equal lengths still fill whole chunks (passages at max_length)
+    assert sum(1 for c in chunks if lens[c[0]] == 256) == -(-40 // size)

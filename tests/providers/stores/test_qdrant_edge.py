@@ -63,3 +63,25 @@ def test_drop_while_searching_never_leaks_or_crashes(tmp_path: Path) -> None:
         assert not s.has_shard("k") and "k" not in s._shards
         assert not (tmp_path / f"t{trial}" / "k").exists()
         s.close()
+
+
+def test_runtime_settings_apply_to_new_and_existing_shards(tmp_path: Path) -> None:
+    import json
+
+    from ragline.testing.store_conformance import rec, vec
+
+    def persisted() -> dict:  # type: ignore[type-arg]
+        return json.loads((tmp_path / "k" / "edge_config.json").read_text())
+
+    s = QdrantEdgeStore(QdrantEdgeConfig(path=tmp_path))  # defaults: 1 thread, cached
+    s.create_shard("k", 8)
+    s.upsert("k", [rec(i, {"g": f"v{i % 4}"}) for i in range(20)])
+    assert persisted()["max_search_threads"] == 1
+    assert persisted()["payload_memory"] == "cached"
+    s.close()
+    s2 = QdrantEdgeStore(QdrantEdgeConfig(path=tmp_path, search_threads=3, payload_memory="cold"))
+    hits = s2.search("k", "default", vec(5), None, 3)
+    assert hits[0].id == "doc-5" and s2.count("k", "default", None) == 20  # data intact
+    assert persisted()["max_search_threads"] == 3
+    assert persisted()["payload_memory"] == "cold"
+    s2.close()

@@ -57,6 +57,37 @@ PARALLEL_MIN_TOKENS = 1024
 BUILD_HINT = "build it with: python scripts/build_onnx_model.py (see scripts/install.sh)"
 
 
+# Extra padded word pieces a chunk may carry, as a share of its real ones.
+MAX_PADDING = 0.1
+
+
+def length_chunks(order: list[int], lens: list[int], size: int) -> list[list[int]]:
+    """Cut ``order`` (indices sorted by ``lens``) into chunks of at most ``size``
+    whose padding stays under ``MAX_PADDING``.
+
+    Why: a batch is padded to its longest text, and on this CPU onnxruntime
+    gains at most ~15-20 % per text from batching equal lengths, while padding
+    costs in full: 64 random SciFact queries in one call cost 11.6 ms each, one
+    at a time 6.2 ms (22 word pieces on average, some over 50). So a batch
+    is only as wide as its lengths allow; passages (all near max_length) still
+    fill whole chunks.
+    """
+    chunks: list[list[int]] = []
+    chunk: list[int] = []
+    real = 0
+    for i in order:
+        n = lens[i]
+        # sorted ascending: adding i pads every text in the chunk to n
+        if chunk and (len(chunk) >= size or n * (len(chunk) + 1) > (real + n) * (1 + MAX_PADDING)):
+            chunks.append(chunk)
+            chunk, real = [], 0
+        chunk.append(i)
+        real += n
+    if chunk:
+        chunks.append(chunk)
+    return chunks
+
+
 class LocalOnnxConfig(ProviderConfig):
     model: str = Field(DEFAULT_MODEL, description="Known model name or a local model directory.")
     models_dir: Path | None = Field(
@@ -226,25 +257,27 @@ class LocalOnnxEmbedder:
             return np.zeros((0, self.dimension), dtype=np.float32)
         encs = self._tok.encode_batch(list(texts))
         lens = [len(e.ids) for e in encs]
-        # Sort by length so each batch pads to similar lengths, then restore order.
+        # Sorted by length, cut into chunks of near-equal length (see length_chunks).
         order = sorted(range(len(texts)), key=lambda i: lens[i])
         cut = self.config.fp32_max_tokens if self._fp32_session is not None else 0
         short = [i for i in order if lens[i] <= cut]
         routes = [(self._fp32_session, short), (self._session, order[len(short) :])]
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        parallel = sum(lens) >= PARALLEL_MIN_TOKENS  # worth all workers
         jobs: list[tuple[Any, list[int]]] = []
         for session, idx in routes:
             size = self.config.batch_size
-            if sum(lens[i] for i in idx) >= PARALLEL_MIN_TOKENS:  # worth all workers
+            if parallel:
                 size = min(size, -(-len(idx) // self._workers))
-            jobs += [(session, idx[s : s + size]) for s in range(0, len(idx), size)]
+            jobs += [(session, chunk) for chunk in length_chunks(idx, lens, size)]
 
         def run(job: tuple[Any, list[int]]) -> None:
             session, chunk = job
             out[chunk] = self._run(session, [encs[i] for i in chunk])
 
-        if len(jobs) == 1:
-            run(jobs[0])
+        if len(jobs) == 1 or not parallel:
+            for job in jobs:
+                run(job)
         else:
             list(self._pool().map(run, jobs))
         return out

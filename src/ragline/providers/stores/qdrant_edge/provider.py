@@ -21,7 +21,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import qdrant_edge as q
@@ -70,6 +70,15 @@ class QdrantEdgeConfig(ProviderConfig):
     path: Path = Field(description="Directory holding one sub-directory per shard.")
     exact_search_max_matches: int = 25_000
     hnsw_ef: int = 256
+    search_threads: int = Field(
+        1, ge=1, le=64, description="Threads of each shard's search pool. 1 by default: under "
+        "concurrent requests the requests already fill the cores, and measured on 2 cores "
+        "(hybrid search over HTTP, 100 connections) 1 thread gave 1.2x the QPS of Edge's "
+        "CPU-derived default (8) and of 2.")
+    payload_memory: Literal["cold", "cached"] = Field(
+        "cached", description="Where Edge keeps payloads (chunk text and metadata): 'cached' "
+        "keeps them in memory once read (every search returns them), 'cold' reads them from "
+        "disk each time (less RAM for very large collections).")
 
 
 class _Shard:
@@ -111,6 +120,9 @@ class QdrantEdgeStore:
                       if p.is_dir() and not p.name.startswith("."))
 
     def _open(self, key: str) -> _Shard | None:
+        sh = self._shards.get(key)  # the hot path: no lock
+        if sh is not None:
+            return sh
         with self._open_lock:
             sh = self._shards.get(key)
             if sh is not None:
@@ -119,11 +131,22 @@ class QdrantEdgeStore:
             if not (path / "ragline_dim").exists():
                 return None
             try:
-                shard = q.EdgeShard.load(str(path))
+                dim = int((path / "ragline_dim").read_text())
+                shard = q.EdgeShard.load(str(path), self._edge_config(dim))
             except Exception as exc:
                 raise StoreError(f"cannot open shard {key}: {exc}") from exc
             sh = self._shards[key] = _Shard(shard, path)
             return sh
+
+    def _edge_config(self, dimension: int) -> Any:
+        """The shard config for create and load (load rewrites the runtime settings,
+        so changing them in ragline's settings applies to existing shards too)."""
+        return q.EdgeConfig(
+            vectors={VECTOR: q.EdgeVectorParams(size=dimension, distance=q.Distance.Cosine)},
+            max_search_threads=self.config.search_threads,
+            payload_memory=q.Memory.Cached if self.config.payload_memory == "cached"
+            else q.Memory.Cold,
+        )
 
     def _require(self, key: str) -> _Shard | None:
         return self._open(key)
@@ -139,10 +162,7 @@ class QdrantEdgeStore:
                 return
             if path.exists():  # leftover of a crash before the marker was written
                 shutil.rmtree(path)
-            cfg = q.EdgeConfig(
-                vectors={VECTOR: q.EdgeVectorParams(size=dimension, distance=q.Distance.Cosine)},
-            )
-            shard = q.EdgeShard.create(str(path), cfg)
+            shard = q.EdgeShard.create(str(path), self._edge_config(dimension))
             shard.update(q.UpdateOperation.create_field_index(
                 "tenant", q.KeywordIndexParams(is_tenant=True)))
             shard.update(q.UpdateOperation.create_field_index(
