@@ -70,6 +70,7 @@ from ragline.providers.stores.qdrant_edge.provider import (  # noqa: E402
     QdrantEdgeConfig,
     QdrantEdgeStore,
 )
+from ragline.providers.stores.qdrant_edge.queries import search_params  # noqa: E402
 from ragline.providers.stores.qdrant_edge.translate import tenant_filter  # noqa: E402
 from ragline.services.collections import CollectionService  # noqa: E402
 
@@ -306,7 +307,8 @@ def search_path(store: QdrantEdgeStore, node: Node | None) -> str:
     """Which search the store's own strategy picks for this filter (exact / hnsw_ef=N / plain)."""
     sh = store._require(KEY)
     assert sh is not None
-    p = store._params(sh, tenant_filter(TENANT, node), node)
+    p = search_params(sh.shard, sh.shard.info(), tenant_filter(TENANT, node),
+                      store.config.exact_search_max_matches, store.config.hnsw_ef)
     if p is None:
         return "plain scan"
     return "exact" if p.exact else f"hnsw ef={p.hnsw_ef}"
@@ -471,7 +473,7 @@ def _probe_shape(sh: Any, d: Data, plan: Plan, nq: int, settings: list[Any]) -> 
 def probe_params(
     store: QdrantEdgeStore, d: Data, plans: dict[str, Plan], nq: int, efs: list[int]
 ) -> dict[str, Any]:
-    """Raw shard calls per shape, single pass: what each part of ``_params`` costs and
+    """Raw shard calls per shape, single pass: what each part of ``search_params`` costs and
     which search setting gives what recall (to tune exact_search_max_matches / hnsw_ef)."""
     import qdrant_edge as q
 
@@ -694,7 +696,7 @@ def main() -> None:
         "--probe",
         action="store_true",
         help="after the optimized-state figures, time raw count/info/query calls per shape "
-        "with exact search and several hnsw_ef values (tuning of the store's _params)",
+        "with exact search and several hnsw_ef values (tuning of the store's search_params)",
     )
     ap.add_argument("--probe-ef", type=int, nargs="+", default=[64, 128, 256, 512])
     ap.add_argument(

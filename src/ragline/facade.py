@@ -19,7 +19,7 @@ from ragline.services.documents import DocumentService
 from ragline.services.embedders import EmbedderPool
 from ragline.services.ingest import IngestService
 from ragline.services.jobs import JobService
-from ragline.services.retrieval import RetrievalService
+from ragline.services.retrieval import BatchSettings, RetrievalService
 from ragline.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,10 @@ class Ragline:
         self.retrieval = RetrievalService(self.collections, self.store, self.embedders,
                                           s.rrf_k, s.hybrid_candidates,
                                           reranker=lambda: self.cross_encoder,
-                                          fusion=s.hybrid_fusion)
+                                          fusion=s.hybrid_fusion,
+                                          batch=BatchSettings(s.search_max_batch,
+                                                              s.search_max_wait_ms,
+                                                              s.search_workers))
         self.cross_encoder: Any = None
         self.collections.recover()
         self.ingest_state = IngestState(self.catalog)
@@ -66,5 +69,6 @@ class Ragline:
 
     def close(self) -> None:
         self.jobs.close()
+        self.retrieval.close()
         self.store.close()
         self.catalog.close()

@@ -57,6 +57,13 @@ class Settings(BaseSettings):
     )
     embed_max_batch: int = 64
     embed_max_wait_ms: float = 3.0
+    search_max_batch: int = Field(
+        32, ge=1, le=1024, description="Store queries of concurrent searches sent as one "
+        "batch (per shard).")
+    search_max_wait_ms: float = Field(
+        0.0, ge=0, description="How long a search waits for others to batch with; 0: none, "
+        "batches form only while earlier ones run.")
+    search_workers: int = Field(2, ge=1, le=16, description="Store batches run at once.")
     embed_workers: int = Field(
         2, ge=1, le=16, description="Micro-batches embedded at once (one core each: the local "
         "model runs each batch single-threaded).")

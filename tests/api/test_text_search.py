@@ -132,8 +132,10 @@ def test_info_counts_micro_batched_queries(client: TestClient) -> None:
     before = batched()
     search(client, query="a question never asked before", mode="dense")
     assert batched() == before + 1
+    searches = client.get("/info").json()["search_batching"]["items"]
     search(client, query="a question never asked before", mode="dense")
     assert batched() == before + 1  # a cache hit never reaches the batcher
+    assert client.get("/info").json()["search_batching"]["items"] == searches + 1
 
 
 def test_text_query_errors(client: TestClient) -> None:

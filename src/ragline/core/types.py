@@ -8,7 +8,7 @@ instead of being half-supported deeper down.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -17,6 +17,9 @@ Scalar = Union[str, int, float, bool]
 MetaValue = Union[Scalar, None, list[Scalar]]
 Metadata = dict[str, MetaValue]
 Vector = npt.NDArray[np.float32]
+
+if TYPE_CHECKING:
+    from ragline.core.filters import Node
 
 
 @dataclass(slots=True)
@@ -37,6 +40,28 @@ class ScoredRecord:
     metadata: Metadata
     score: float
     embedding: Vector | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class StoreQuery:
+    """One first-stage search on a shard, as :meth:`VectorStore.query_batch` takes it.
+
+    ``dense`` ranks by ``vector``, ``sparse`` by BM25 of ``text``, ``hybrid`` fuses
+    both candidate lists (``candidates`` deep each) with ``fusion`` (``rrf`` with
+    ``rrf_k``, or ``dbsf``). ``score_threshold`` applies to dense scores only.
+    """
+
+    tenant: str
+    mode: str
+    limit: int
+    vector: Vector | None = None
+    text: str = ""
+    where: Node | None = None
+    with_vectors: bool = False
+    score_threshold: float | None = None
+    rrf_k: int = 60
+    candidates: int = 100
+    fusion: str = "rrf"
 
 
 @dataclass(slots=True)

@@ -2,8 +2,10 @@
 reranking and metadata boosts, with filters and thresholds.
 
 Planning (which mode, which vector) and execution (the store call) are shared
-by the async API path, which embeds queries through the micro-batcher, and the
-sync path used by the CLI and evaluations, so both rank identically.
+by the async API path, which embeds queries through the micro-batcher and sends
+store queries through a second coalescer (concurrent requests' searches on one
+shard leave as one ``query_batch`` call), and the sync path used by the CLI and
+evaluations, so both rank identically.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ from typing import Any, Literal
 import anyio.to_thread
 import numpy as np
 
+from ragline.core.coalesce import Coalescer
 from ragline.core.filters import Node
-from ragline.core.types import CollectionInfo, ScoredRecord
+from ragline.core.types import CollectionInfo, ScoredRecord, StoreQuery
 from ragline.errors import InvalidInput
 from ragline.providers.stores.base import VectorStore
-from ragline.services.boosts import apply_boosts, merge_boost_config
+from ragline.services.boosts import BoostConfig, apply_boosts, merge_boost_config
 from ragline.services.collections import CollectionService
 from ragline.services.embedders import EmbedderPool
 from ragline.services.validation import check_dimension, check_vector
@@ -49,6 +52,16 @@ class SearchQuery:
 
 
 @dataclass
+class BatchSettings:
+    """How concurrent searches are coalesced into store batches (settings
+    ``search_max_batch``, ``search_max_wait_ms``, ``search_workers``)."""
+
+    max_batch: int = 32
+    max_wait_ms: float = 0.0
+    workers: int = 2
+
+
+@dataclass
 class SearchResult:
     hits: list[ScoredRecord]
     mode: Mode
@@ -70,7 +83,8 @@ class _Plan:
 class RetrievalService:
     def __init__(self, collections: CollectionService, store: VectorStore,
                  embedders: EmbedderPool, rrf_k: int, candidates: int,
-                 reranker: Callable[[], Any] = lambda: None, fusion: Fusion = "dbsf") -> None:
+                 reranker: Callable[[], Any] = lambda: None, fusion: Fusion = "dbsf",
+                 batch: BatchSettings | None = None) -> None:
         self.fusion = fusion
         self.collections = collections
         self.store = store
@@ -78,6 +92,17 @@ class RetrievalService:
         self.rrf_k = rrf_k
         self.candidates = candidates
         self.reranker = reranker  # a getter: the server may load the model after start-up
+        b = batch or BatchSettings()
+        # Concurrent requests' store queries leave together, per shard (see _run_batch).
+        self._store_batcher: Coalescer[str, StoreQuery, list[ScoredRecord]] = Coalescer(
+            self._run_batch, max_batch=b.max_batch, max_wait_ms=b.max_wait_ms,
+            workers=b.workers, name="search")
+
+    def batching_stats(self) -> dict[str, Any]:
+        return self._store_batcher.stats()
+
+    def close(self) -> None:
+        self._store_batcher.close()
 
     def _plan(self, q: SearchQuery) -> _Plan:
         info = self.collections.get(q.collection)
@@ -118,32 +143,47 @@ class RetrievalService:
         stage = f"{mode}:{q.fusion or self.fusion}" if mode == "hybrid" else mode
         return _Plan(info, mode, vector, needs_embedding, [stage])
 
-    def _execute(self, q: SearchQuery, plan: _Plan) -> list[ScoredRecord]:
-        info = plan.info
-        if not info.dimension:
-            return []
+    def _first_stage(self, q: SearchQuery, plan: _Plan) -> StoreQuery:
+        """The store query; deeper and without threshold when later stages follow."""
+        later = (q.rerank and self.reranker() is not None) or self._boost(q, plan) is not None
+        depth = max(q.limit, q.rerank_candidates) if later else q.limit
         text = (q.query or "").strip()
-        boost = merge_boost_config(info.metadata, q.boost)
+        return StoreQuery(
+            q.tenant, plan.mode, depth, vector=plan.vector, text=text, where=q.where,
+            with_vectors=q.include_embeddings,
+            score_threshold=None if later or plan.mode != "dense" else q.score_threshold,
+            rrf_k=q.rrf_k or self.rrf_k, candidates=q.candidates or self.candidates,
+            fusion=q.fusion or self.fusion)
+
+    @staticmethod
+    def _boost(q: SearchQuery, plan: _Plan) -> BoostConfig | None:
+        return merge_boost_config(plan.info.metadata, q.boost)
+
+    def _run_batch(self, key: str, queries: list[StoreQuery]) -> list[Any]:
+        """One store call for queries coalesced from concurrent requests. If it fails,
+        each query runs alone, so one request's error is not every request's."""
+        try:
+            return list(self.store.query_batch(key, queries))
+        except Exception:
+            if len(queries) == 1:
+                raise
+        out: list[Any] = []
+        for sq in queries:
+            try:
+                out.append(self.store.query_batch(key, [sq])[0])
+            except Exception as exc:
+                out.append(exc)
+        return out
+
+    def _later_stages(self, q: SearchQuery, plan: _Plan,
+                      hits: list[ScoredRecord]) -> list[ScoredRecord]:
+        """Rerank and boost (when asked), then the limit and the score threshold."""
+        boost = self._boost(q, plan)
         reranker = self.reranker() if q.rerank else None
         if q.rerank and reranker is None:
             plan.warnings.append("rerank skipped: no cross-encoder loaded (start the server "
                                  "with --cross-encoder)")
-        later = reranker is not None or boost is not None
-        # later stages need a deeper candidate list, and thresholds apply to final scores
-        depth = max(q.limit, q.rerank_candidates) if later else q.limit
-        first_threshold = None if later else q.score_threshold
-        if plan.mode == "dense":
-            assert plan.vector is not None
-            hits = self.store.search(info.shard, q.tenant, plan.vector, q.where, depth,
-                                     q.include_embeddings, first_threshold)
-        elif plan.mode == "sparse":
-            hits = self.store.text_search(info.shard, q.tenant, text, q.where, depth)
-        else:
-            assert plan.vector is not None
-            hits = self.store.hybrid_search(
-                info.shard, q.tenant, plan.vector, text, q.where, depth,
-                q.rrf_k or self.rrf_k, q.candidates or self.candidates, q.include_embeddings,
-                q.fusion or self.fusion)
+        text = (q.query or "").strip()
         if reranker is not None and hits:
             ranked = reranker.rerank(text, [{"id": i, "text": h.text} for i, h in enumerate(hits)])
             hits = [_rescore(hits[r["id"]], r["score"]) for r in ranked]
@@ -177,7 +217,13 @@ class RetrievalService:
                                         info.embedding_model).lookup(text, "query")
             vec = cached if cached is not None else await batcher.embed_one(text, "query")
             plan.vector = self._vector_dim_check(plan, np.asarray(vec, dtype=np.float32))
-        hits = await anyio.to_thread.run_sync(self._execute, q, plan)
+        hits: list[ScoredRecord] = []
+        if plan.info.dimension:
+            hits = await self._store_batcher.submit(plan.info.shard, self._first_stage(q, plan))
+        if q.rerank:  # a model call: off the event loop
+            hits = await anyio.to_thread.run_sync(self._later_stages, q, plan, hits)
+        else:
+            hits = self._later_stages(q, plan, hits)
         return SearchResult(hits, plan.mode, (time.perf_counter() - t0) * 1000, plan.stages,
                             plan.warnings)
 
@@ -189,7 +235,10 @@ class RetrievalService:
             assert info.embedding_provider is not None
             emb = self.embedders.get(info.embedding_provider, info.embedding_model)
             plan.vector = self._vector_dim_check(plan, emb.embed([q.query or ""], "query")[0])
-        hits = self._execute(q, plan)
+        hits: list[ScoredRecord] = []
+        if plan.info.dimension:
+            hits = self.store.query_batch(plan.info.shard, [self._first_stage(q, plan)])[0]
+        hits = self._later_stages(q, plan, hits)
         return SearchResult(hits, plan.mode, (time.perf_counter() - t0) * 1000, plan.stages,
                             plan.warnings)
 

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from ragline.core.filter_eval import matches
 from ragline.core.filters import parse_where
-from ragline.core.types import Record
+from ragline.core.types import Record, StoreQuery
 from ragline.providers.stores.base import VectorStore
 from ragline.testing.strategies import filters, metadata
 
@@ -88,6 +88,41 @@ class StoreConformance:
         above = store.search(key, "default", q, None, 20, score_threshold=0.5)
         assert all(h.score >= 0.5 for h in above)
         assert len(above) == int((cos >= 0.5).sum())
+
+    def test_query_batch_equals_single_queries(self, store: VectorStore, key: str) -> None:
+        words = ["alpha", "beta", "gamma", "delta"]
+        recs = [Record(f"doc-{i}", f"{words[i % 4]} item {i}", {"g": i % 3}, vec(i),
+                       "t1" if i % 5 else "t2") for i in range(30)]
+        store.upsert(key, recs)
+        where = parse_where({"g": {"$in": [0, 1]}})
+        queries = [
+            StoreQuery("t1", "dense", 5, vector=vec(3)),
+            StoreQuery("t2", "dense", 5, vector=vec(3)),  # another tenant in the same batch
+            StoreQuery("t1", "dense", 30, vector=vec(7), where=where, score_threshold=0.2),
+            StoreQuery("t1", "sparse", 5, text="beta"),
+            StoreQuery("t1", "sparse", 5, text="   "),  # no words: nothing, not an error
+            StoreQuery("t1", "hybrid", 4, vector=vec(2), text="gamma", where=where),
+            StoreQuery("t1", "hybrid", 4, vector=vec(2), text="gamma", fusion="dbsf"),
+        ]
+        singles = [
+            store.search(key, "t1", vec(3), None, 5),
+            store.search(key, "t2", vec(3), None, 5),
+            store.search(key, "t1", vec(7), where, 30, score_threshold=0.2),
+            store.text_search(key, "t1", "beta", None, 5),
+            [],
+            store.hybrid_search(key, "t1", vec(2), "gamma", where, 4),
+            store.hybrid_search(key, "t1", vec(2), "gamma", None, 4, fusion="dbsf"),
+        ]
+        batch = store.query_batch(key, queries)
+        assert [[h.id for h in r] for r in batch] == [[h.id for h in r] for r in singles]
+        for got, want in zip(batch, singles, strict=True):
+            assert [h.score for h in got] == pytest.approx([h.score for h in want], abs=1e-5)
+        assert all(h.id != "doc-0" and h.id != "doc-5" for h in batch[0])  # t2's records
+        assert {h.id for h in batch[1]} <= {f"doc-{i}" for i in range(0, 30, 5)}
+        assert all(h.score >= 0.2 for h in batch[2]) and batch[3] and not batch[4]
+        assert all("beta" in h.text for h in batch[3])
+        assert store.query_batch(key, []) == []
+        assert store.query_batch(uuid.uuid4().hex, queries[:2]) == [[], []]  # no such shard
 
     def test_tenants_are_isolated(self, store: VectorStore, key: str) -> None:
         store.upsert(key, [rec(1, tenant="t1"), rec(1, tenant="t2"), rec(2, tenant="t2")])

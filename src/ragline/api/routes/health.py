@@ -46,7 +46,8 @@ def info(rl: RL, tenant: Tenant) -> dict[str, Any]:
                      "embedding_provider": c.embedding_provider,
                      "embedding_model": c.embedding_model})
     return {"version": __version__, "collections": cols, "total_documents": total,
-            "storage_bytes": rl.storage_bytes(), "embedding_cache": rl.embedders.stats()}
+            "storage_bytes": rl.storage_bytes(), "embedding_cache": rl.embedders.stats(),
+            "search_batching": rl.retrieval.batching_stats()}
 
 
 @router.get("/api/providers")

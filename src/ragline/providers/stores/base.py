@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from ragline.core.filters import Node
-from ragline.core.types import Page, Record, Scalar, ScoredRecord, Vector
+from ragline.core.types import Page, Record, Scalar, ScoredRecord, StoreQuery, Vector
 from ragline.providers.base import Health, ProviderConfig
 
 
@@ -83,6 +83,15 @@ class VectorStore(Protocol):
         limit: int, rrf_k: int = 60, candidates: int = 100, with_vectors: bool = False,
         fusion: str = "rrf",
     ) -> list[ScoredRecord]: ...
+
+    def query_batch(self, key: str, queries: list[StoreQuery]) -> list[list[ScoredRecord]]:
+        """Several first-stage searches on one shard in one call, results in order.
+
+        Each result equals what the single-query method of its mode returns; the
+        search path coalesces concurrent requests into these calls. An error fails
+        the whole call (the caller retries queries one by one to isolate it).
+        """
+        ...
 
     def distinct(self, key: str, tenant: str, field: str) -> list[Scalar]: ...
 

@@ -29,11 +29,17 @@ from pydantic import Field
 
 from ragline.core.filters import Node
 from ragline.core.ids import point_id
-from ragline.core.types import Page, Record, Scalar, ScoredRecord, Vector
+from ragline.core.types import Page, Record, Scalar, ScoredRecord, StoreQuery, Vector
 from ragline.errors import ShardGone, StoreError
 from ragline.providers.base import Health, ProviderConfig
 from ragline.providers.stores.qdrant_edge.fields import FieldKinds
 from ragline.providers.stores.qdrant_edge.locks import RWLock
+from ragline.providers.stores.qdrant_edge.queries import (
+    TEXT,
+    VECTOR,
+    build_request,
+    search_params,
+)
 from ragline.providers.stores.qdrant_edge.translate import (
     bool_path,
     bool_shadow,
@@ -43,8 +49,6 @@ from ragline.providers.stores.qdrant_edge.translate import (
 
 log = logging.getLogger(__name__)
 
-VECTOR = "dense"
-TEXT = "text"
 
 
 def _text_index() -> Any:
@@ -305,22 +309,40 @@ class QdrantEdgeStore:
                 offset=cursor, limit=limit, filter=flt, with_payload=True, with_vector=False))
         return Page([self._record(p) for p in pts], total)
 
+    def query_batch(self, key: str, queries: list[StoreQuery]) -> list[list[ScoredRecord]]:
+        """Several searches on one shard in one Edge call (``EdgeShard.query_batch``)."""
+        sh = self._require(key)
+        if sh is None:
+            return [[] for _ in queries]
+        slots: list[int] = []
+        reqs: list[Any] = []
+        with self._use(sh):
+            info = sh.shard.info() if any(sq.mode != "sparse" for sq in queries) else None
+            for i, sq in enumerate(queries):
+                flt = tenant_filter(sq.tenant, sq.where)
+                params = None if info is None or sq.mode == "sparse" else search_params(
+                    sh.shard, info, flt, self.config.exact_search_max_matches,
+                    self.config.hnsw_ef)
+                req = build_request(sq, flt, params)
+                if req is not None:
+                    slots.append(i)
+                    reqs.append(req)
+            if len(reqs) == 1:
+                found = [sh.shard.query(reqs[0])]
+            else:
+                found = sh.shard.query_batch(q.QueryBatchRequest(reqs)) if reqs else []
+        out: list[list[ScoredRecord]] = [[] for _ in queries]
+        for i, pts in zip(slots, found, strict=True):
+            out[i] = self._scored(pts, queries[i].with_vectors)
+        return out
+
     def search(
         self, key: str, tenant: str, vector: Vector, where: Node | None, limit: int,
         with_vectors: bool = False, score_threshold: float | None = None,
     ) -> list[ScoredRecord]:
-        sh = self._require(key)
-        if sh is None:
-            return []
-        flt = tenant_filter(tenant, where)
-        with self._use(sh):
-            params = self._params(sh, flt, where)
-            pts = sh.shard.query(q.QueryRequest(
-                limit=limit, query=q.Query.Nearest(np.asarray(vector, np.float32).tolist(),
-                                                   using=VECTOR),
-                filter=flt, with_payload=True, with_vector=with_vectors,
-                score_threshold=score_threshold, params=params))
-        return self._scored(pts, with_vectors)
+        return self.query_batch(key, [StoreQuery(
+            tenant, "dense", limit, vector=vector, where=where, with_vectors=with_vectors,
+            score_threshold=score_threshold)])[0]
 
     def _scored(self, pts: list[Any], with_vectors: bool) -> list[ScoredRecord]:
         out = []
@@ -337,70 +359,18 @@ class QdrantEdgeStore:
         self, key: str, tenant: str, query: str, where: Node | None, limit: int,
     ) -> list[ScoredRecord]:
         """BM25 ranking of the chunk text, under the same filter as dense search."""
-        sh = self._require(key)
-        if sh is None or not query.strip():
-            return []
-        flt = tenant_filter(tenant, where)
-        with self._use(sh):
-            pts = sh.shard.query(q.QueryRequest(
-                limit=limit, query=q.TextQuery(TEXT, query), filter=flt, with_payload=True))
-        return self._scored(pts, False)
+        return self.query_batch(key, [StoreQuery(tenant, "sparse", limit, text=query,
+                                                 where=where)])[0]
 
     def hybrid_search(
         self, key: str, tenant: str, vector: Vector, query: str, where: Node | None,
         limit: int, rrf_k: int = 60, candidates: int = 100, with_vectors: bool = False,
         fusion: str = "rrf",
     ) -> list[ScoredRecord]:
-        """Dense and BM25 candidates under one filter, fused inside Edge.
-
-        ``rrf``: score = sum of 1 / (k + rank), rank from 0. ``dbsf``: each list's
-        scores normalised by its mean ± 3 standard deviations, then summed.
-        """
-        sh = self._require(key)
-        if sh is None:
-            return []
-        flt = tenant_filter(tenant, where)
-        depth = max(candidates, limit)
-        with self._use(sh):
-            params = self._params(sh, flt, where)
-            pts = sh.shard.query(q.QueryRequest(
-                limit=limit,
-                prefetches=[
-                    q.Prefetch(limit=depth, filter=flt, params=params, query=q.Query.Nearest(
-                        np.asarray(vector, np.float32).tolist(), using=VECTOR)),
-                    q.Prefetch(limit=depth, filter=flt, query=q.TextQuery(TEXT, query)),
-                ],
-                query=q.Fusion.Dbsf() if fusion == "dbsf"  # type: ignore[arg-type]
-                else q.Fusion.Rrf(k=rrf_k),
-                with_payload=True, with_vector=with_vectors))
-        return self._scored(pts, with_vectors)
-
-    def _params(self, sh: _Shard, flt: Any, where: Node | None) -> Any:
-        """Search parameters that keep recall@10 >= 0.99 for every filter shape.
-
-        Measured at 100k points (BENCHMARKS.md, issue 2): filtered HNSW without
-        per-value links collapses between Edge's full-scan threshold and ~40 %
-        selectivity, so small match sets are searched exactly, mid-sized ones
-        with ACORN, and broad ones with a wide ``ef``. The match count comes from
-        Edge's cheap estimate; it is made exact only near the exact-search bound.
-        """
-        info = sh.shard.info()
-        if info.indexed_vectors_count == 0:
-            return None  # nothing indexed: every segment is searched exhaustively anyway
-        total = max(int(info.points_count), 1)
-        bound = self.config.exact_search_max_matches
-        n = int(sh.shard.count(q.CountRequest(filter=flt, exact=False)))
-        if n <= 2 * bound:
-            n = int(sh.shard.count(q.CountRequest(filter=flt, exact=True)))
-        ef = self.config.hnsw_ef
-        if n >= total:
-            return q.SearchParams(hnsw_ef=ef)  # the filter keeps everything
-        if n <= bound:
-            return q.SearchParams(exact=True)
-        if n <= total // 2:
-            return q.SearchParams(hnsw_ef=ef, acorn=q.AcornSearchParams(
-                enable=True, max_selectivity=0.5))
-        return q.SearchParams(hnsw_ef=max(ef, 512))
+        """Dense and BM25 candidates fused inside Edge (see ``queries.build_request``)."""
+        return self.query_batch(key, [StoreQuery(
+            tenant, "hybrid", limit, vector=vector, text=query, where=where,
+            with_vectors=with_vectors, rrf_k=rrf_k, candidates=candidates, fusion=fusion)])[0]
 
     def distinct(self, key: str, tenant: str, field: str) -> list[Scalar]:
         sh = self._require(key)

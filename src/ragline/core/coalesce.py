@@ -1,0 +1,153 @@
+"""Coalescing of concurrent single requests into batched calls made off the event loop.
+
+Why: under concurrent search, each request needs one query embedded and one store
+query run. Both have a fixed cost per call (a model call, a pass over a shard's
+segments and a GIL hand-off), so serving 30 waiting requests with one call is far
+cheaper than 30 calls, and blocking work must never run on the event loop.
+
+``await coalescer.submit(key, item)`` queues ``item`` in the lane of ``key`` (one
+call takes items of one key: an input type, a shard) and resolves to its result.
+A lane sends what it holds when its oldest item has waited ``max_wait_ms`` or it
+holds ``max_batch`` items, to ``run(key, items)`` in a worker thread. It is
+adaptive: while ``workers`` calls run, new items queue up and leave together as
+soon as a worker is free, so batches grow with load, and an idle server adds at
+most ``max_wait_ms`` to a lone request.
+
+``run`` returns one entry per item, in order; an entry that is an exception is
+raised to that item's caller alone. If ``run`` itself raises, every caller in the
+batch gets the error and the lane carries on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+log = logging.getLogger(__name__)
+
+K = TypeVar("K", bound=Hashable)
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass
+class _Lane(Generic[T, R]):
+    pending: deque[tuple[T, asyncio.Future[R], float]] = field(default_factory=deque)
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    full: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+    inflight: set[asyncio.Task[None]] = field(default_factory=set)
+
+
+class Coalescer(Generic[K, T, R]):
+    """Bound to the event loop of its first use; from a new loop (tests) it starts fresh."""
+
+    def __init__(
+        self, run: Callable[[K, list[T]], Sequence[R | BaseException]], *,
+        max_batch: int = 64, max_wait_ms: float = 5, workers: int = 1, name: str = "batch",
+    ) -> None:
+        if max_batch < 1 or max_wait_ms < 0 or workers < 1:
+            raise ValueError("max_batch >= 1, max_wait_ms >= 0 and workers >= 1 required")
+        self.run = run
+        self.max_batch = max_batch
+        self.max_wait = max_wait_ms / 1000
+        self.workers = workers
+        self._executor = ThreadPoolExecutor(workers, thread_name_prefix=f"ragline-{name}")
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lanes: dict[K, _Lane[T, R]] = {}
+        self.batches = 0  # run() calls made, for metrics and tests
+        self.items = 0  # items sent through those calls
+
+    async def submit(self, key: K, item: T) -> R:
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            self._loop, self._lanes = loop, {}
+        lane = self._lanes.get(key)
+        if lane is None:
+            lane = self._lanes[key] = _Lane()
+        if lane.task is None or lane.task.done():
+            lane.task = loop.create_task(self._drain(lane, key))
+        fut: asyncio.Future[R] = loop.create_future()
+        lane.pending.append((item, fut, loop.time()))
+        lane.wake.set()
+        if len(lane.pending) >= self.max_batch:
+            lane.full.set()
+        return await fut
+
+    async def _drain(self, lane: _Lane[T, R], key: K) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            if not lane.pending:
+                lane.wake.clear()
+                await lane.wake.wait()
+                continue
+            if len(lane.inflight) >= self.workers:  # every worker busy: let the batch grow
+                await asyncio.wait(lane.inflight, return_when=asyncio.FIRST_COMPLETED)
+                continue
+            # Wait out the window of the oldest pending item, unless the batch fills.
+            remaining = lane.pending[0][2] + self.max_wait - loop.time()
+            if remaining > 0 and len(lane.pending) < self.max_batch:
+                lane.full.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(lane.full.wait(), remaining)
+            n = min(self.max_batch, len(lane.pending))
+            batch = [lane.pending.popleft() for _ in range(n)]
+            if len(lane.pending) < self.max_batch:
+                lane.full.clear()
+            live = [(it, f) for it, f, _ in batch if not f.done()]  # skip cancelled callers
+            if live:
+                task = loop.create_task(self._dispatch(loop, key, live))
+                lane.inflight.add(task)
+                task.add_done_callback(lane.inflight.discard)
+
+    async def _dispatch(
+        self, loop: asyncio.AbstractEventLoop, key: K, live: list[tuple[T, asyncio.Future[R]]],
+    ) -> None:
+        items = [it for it, _ in live]
+        self.batches += 1
+        self.items += len(items)
+        try:
+            results = await loop.run_in_executor(self._executor, self.run, key, items)
+            if len(results) != len(items):
+                raise RuntimeError(f"batch call returned {len(results)} results for "
+                                   f"{len(items)} items")
+        except Exception as exc:  # every waiting caller gets the error, the lane survives
+            log.debug("batch of %d failed: %s", len(items), exc)
+            for _, f in live:
+                if not f.done():
+                    f.set_exception(exc)
+            return
+        for (_, f), res in zip(live, results, strict=True):
+            if f.done():
+                continue
+            if isinstance(res, BaseException):
+                f.set_exception(res)
+            else:
+                f.set_result(res)
+
+    def stats(self) -> dict[str, Any]:
+        """For ``/info``: how well concurrent requests are being coalesced."""
+        mean = self.items / self.batches if self.batches else 0.0
+        return {"batches": self.batches, "items": self.items, "mean_batch": round(mean, 2)}
+
+    def close(self) -> None:
+        """Stop the worker threads once the calls in progress are done."""
+        self._executor.shutdown(wait=False)
+
+    async def aclose(self) -> None:
+        """Stop the lane tasks of the current loop and the worker threads."""
+        for lane in self._lanes.values():
+            for t in list(lane.inflight):
+                t.cancel()
+            if lane.task is not None:
+                lane.task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await lane.task
+        self._lanes = {}
+        self._executor.shutdown(wait=False)

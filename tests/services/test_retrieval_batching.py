@@ -1,0 +1,92 @@
+"""Concurrent searches are coalesced into store batches without changing any result."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragline.core.types import ScoredRecord, StoreQuery
+from ragline.facade import Ragline
+from ragline.services.documents import DocumentInput
+from ragline.services.retrieval import SearchQuery
+from tests.ingestion_support import fake_settings
+
+WORDS = ["lidar", "camera", "imu", "encoder", "gripper", "planner", "map", "odometry"]
+
+
+@pytest.fixture
+def rl(tmp_path: Path) -> Iterator[Ragline]:
+    r = Ragline(fake_settings(tmp_path, search_max_wait_ms=20))
+    r.collections.create("docs", embedding_provider="fake")
+    docs = [DocumentInput(f"{WORDS[i % 8]} {WORDS[(i * 3) % 8]} note {i}", {"n": i})
+            for i in range(60)]
+    r.documents.add("docs", docs, "default")
+    r.documents.add("docs", docs[:5], "other")  # another tenant, same shard
+    yield r
+    r.close()
+
+
+def queries() -> list[SearchQuery]:
+    out = []
+    for i, mode in enumerate(["dense", "sparse", "hybrid"] * 6):
+        out.append(SearchQuery("docs", "other" if i % 7 == 0 else "default",
+                               query=f"{WORDS[i % 8]} {WORDS[(i + 2) % 8]}", mode=mode,
+                               limit=5, fusion="rrf" if i % 2 else "dbsf"))
+    return out
+
+
+def ids(hits: list[ScoredRecord]) -> list[str]:
+    return [h.id for h in hits]
+
+
+def test_concurrent_searches_share_store_calls_and_rank_as_alone(rl: Ragline) -> None:
+    calls: list[int] = []
+    real = rl.store.query_batch
+
+    def counting(key: str, qs: list[StoreQuery]) -> list[list[ScoredRecord]]:
+        calls.append(len(qs))
+        return real(key, qs)
+
+    rl.store.query_batch = counting  # type: ignore[method-assign]
+    alone = [rl.retrieval.search_sync(q) for q in queries()]
+    calls.clear()
+
+    async def together() -> list[Any]:
+        return await asyncio.gather(*(rl.retrieval.search(q) for q in queries()))
+
+    batched = asyncio.run(together())
+    assert [ids(r.hits) for r in batched] == [ids(r.hits) for r in alone]
+    assert [r.mode for r in batched] == [q.mode for q in queries()]
+    assert sum(calls) == len(queries()) and len(calls) < len(queries())
+    assert rl.retrieval.batching_stats()["items"] == len(queries())
+    other = {h.id for q, r in zip(queries(), batched, strict=True) if q.tenant == "other"
+             for h in r.hits}
+    mine = {h.id for q, r in zip(queries(), batched, strict=True) if q.tenant == "default"
+            for h in r.hits}
+    assert other and mine and not other & mine  # tenants stay apart inside one batch
+
+
+def test_one_failing_query_does_not_fail_its_batch_mates(rl: Ragline) -> None:
+    real = rl.store.query_batch
+
+    def poisoned(key: str, qs: list[StoreQuery]) -> list[list[ScoredRecord]]:
+        if any(q.text == "poison" for q in qs):
+            raise RuntimeError("this query breaks the store")
+        return real(key, qs)
+
+    rl.store.query_batch = poisoned  # type: ignore[method-assign]
+    good = queries()[:6]
+    bad = SearchQuery("docs", "default", query="poison", mode="sparse")
+
+    async def together() -> list[Any]:
+        return await asyncio.gather(*(rl.retrieval.search(q) for q in [*good, bad]),
+                                    return_exceptions=True)
+
+    res = asyncio.run(together())
+    assert isinstance(res[-1], RuntimeError)
+    assert [ids(r.hits) for r in res[:-1]] == [ids(rl.retrieval.search_sync(q).hits)
+                                               for q in good]
