@@ -89,7 +89,7 @@ def main() -> None:
 
     # name -> (threads -> embed(texts, input_type))
     engines: dict[str, Any] = {}
-    for label, cut in (("shipped", None), ("int8 only", 0)):
+    for label, cut in (("shipped", None), ("fp32 up to 64 word pieces, the first default", 64)):
         by_threads = {
             n: LocalOnnxEmbedder(
                 model=args.model, batch_size=args.batch_size, threads=n,

@@ -8,8 +8,10 @@ The server runs with the embedding cache off (``RAGLINE_EMBEDDING_CACHE_SIZE=0``
 so every request pays for its query embedding, and the query texts are the real
 SciFact queries (1,109, mean 22 word pieces), cycled: an earlier version appended a
 request counter to make texts unique, which lengthened every query by ~6 word
-pieces. Micro-batching on and off (``RAGLINE_EMBED_MAX_BATCH=1``, the baseline)
-are measured in the same run.
+pieces. Three server configurations run in the same invocation, interleaved per
+repetition (a server per configuration and repetition): everything on (the default),
+embedding micro-batching off (``RAGLINE_EMBED_MAX_BATCH=1``, the baseline the issue
+asks for), and all coalescing off (also ``RAGLINE_SEARCH_MAX_BATCH=1``).
 
     python benchmarks/bench_http_search.py --data-dir /tmp/evald --collection scifact \
         --queries ../shared/data/beir/scifact/queries.jsonl
@@ -49,6 +51,11 @@ request = function()
   local q = qs[((n * 7 + tid * 131) %% #qs) + 1]
   return wrk.format(nil, nil, nil, '{"query": "' .. q .. '", "mode": "' .. mode .. '"}')
 end
+done = function(summary, latency, requests)
+  for _, p in pairs({50, 90, 95, 99}) do
+    io.write(string.format("P%%d_US %%d\n", p, latency:percentile(p)))
+  end
+end
 """
 
 
@@ -56,39 +63,40 @@ def wrk(url: str, script: Path, conns: int, seconds: int) -> dict[str, float]:
     out = subprocess.run(["wrk", "-t2", f"-c{conns}", f"-d{seconds}s", "--latency", "-s",
                           str(script), url], capture_output=True, text=True, check=True).stdout
 
-    def ms(label: str) -> float:
-        m = re.search(rf"{label}%\s+([\d.]+)(us|ms|s)", out)
+    def ms(p: int) -> float:
+        m = re.search(rf"P{p}_US (\d+)", out)
         assert m, out
-        v = float(m.group(1))
-        return {"us": v / 1000, "ms": v, "s": v * 1000}[m.group(2)]
+        return int(m.group(1)) / 1000
 
     qps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
     bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    return {"p50_ms": ms("50"), "p90_ms": ms("90"), "p99_ms": ms("99"), "qps": qps,
+    return {"p50_ms": ms(50), "p90_ms": ms(90), "p95_ms": ms(95), "p99_ms": ms(99), "qps": qps,
             "non_2xx": float(bad.group(1)) if bad else 0.0}
 
 
-def run(args: argparse.Namespace, batching: bool, queries: list[str]) -> dict:
-    env = {"RAGLINE_EMBEDDING_CACHE_SIZE": "0",
-           "RAGLINE_EMBED_MAX_BATCH": "64" if batching else "1",
-           "RAGLINE_EMBED_MAX_WAIT_MS": "3" if batching else "0"}
-    srv = LiveServer(Path(args.data_dir), env=env)
+CONFIGS = {
+    "on": {},
+    "embed_batching_off": {"RAGLINE_EMBED_MAX_BATCH": "1", "RAGLINE_EMBED_MAX_WAIT_MS": "0"},
+    "all_batching_off": {"RAGLINE_EMBED_MAX_BATCH": "1", "RAGLINE_EMBED_MAX_WAIT_MS": "0",
+                         "RAGLINE_SEARCH_MAX_BATCH": "1"},
+}
+
+
+def run_once(args: argparse.Namespace, config: dict[str, str],
+             queries: list[str]) -> dict[str, dict[str, float]]:
+    """One server, every mode: warm-up, then one measured wrk run per mode."""
+    srv = LiveServer(Path(args.data_dir), env={"RAGLINE_EMBEDDING_CACHE_SIZE": "0", **config})
     out: dict[str, dict[str, float]] = {}
     try:
         srv.wait_ready(120)
         url = f"{srv.url}/collections/{args.collection}/search"
+        quoted = ",".join(f"[[{q}]]" for q in queries)  # Lua long strings
         with tempfile.TemporaryDirectory() as tmp:
             for mode in args.modes.split(","):
                 script = Path(tmp) / f"{mode}.lua"
-                quoted = ",".join(f"[[{q}]]" for q in queries)  # Lua long strings
-                def fresh(script: Path = script, mode: str = mode, quoted: str = quoted) -> Path:
-                    script.write_text(LUA % (quoted, mode))
-                    return script
-
-                wrk(url, fresh(), 10, 3)  # warm-up
-                reps = [wrk(url, fresh(), args.connections, args.seconds)
-                        for _ in range(args.reps)]
-                out[mode] = {k: statistics.median(r[k] for r in reps) for k in reps[0]}
+                script.write_text(LUA % (quoted, mode))
+                wrk(url, script, 10, 3)  # warm-up
+                out[mode] = wrk(url, script, args.connections, args.seconds)
     finally:
         srv.stop()
     return out
@@ -110,18 +118,21 @@ def main() -> None:
     # ASCII only, no quotes or brackets: the Lua script splices them into JSON bodies
     queries = [re.sub(r'[^A-Za-z0-9 ,.;:()%+-]', " ", json.loads(x)["text"])
                for x in Path(args.queries).read_text().splitlines() if x.strip()]
-    res = {"batching_on": run(args, True, queries), "batching_off": run(args, False, queries)}
-    print(f"| mode | micro-batching | p50 ms | p90 ms | p99 ms | QPS | non-2xx |  "
-          f"({args.connections} connections, median of {args.reps} x {args.seconds}s)")
-    print("|---|---|---|---|---|---|---|")
-    for label, r in res.items():
-        for mode, m in r.items():
-            print(f"| {mode} | {label.split('_')[1]} | {m['p50_ms']:.0f} | {m['p90_ms']:.0f} | "
-                  f"{m['p99_ms']:.0f} | {m['qps']:.0f} | {m['non_2xx']:.0f} |")
-    for mode in res["batching_on"]:
-        on, off = res["batching_on"][mode], res["batching_off"][mode]
-        print(f"{mode}: QPS on/off = {on['qps'] / off['qps']:.2f}, "
-              f"p90 on/off = {on['p90_ms'] / off['p90_ms']:.2f}")
+    reps: dict[str, list[dict[str, dict[str, float]]]] = {c: [] for c in CONFIGS}
+    for _ in range(args.reps):  # interleaved, so drift in machine load hits all alike
+        for name, config in CONFIGS.items():
+            reps[name].append(run_once(args, config, queries))
+    res = {name: {mode: {k: statistics.median(r[mode][k] for r in runs) for k in runs[0][mode]}
+                  for mode in runs[0]} for name, runs in reps.items()}
+    print(f"| mode | batching | p50 ms | p90 ms | p95 ms | p99 ms | QPS | QPS / all off | "
+          f"non-2xx |  ({args.connections} connections, median of {args.reps} x {args.seconds}s)")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for mode in res["on"]:
+        for name in CONFIGS:
+            m, base = res[name][mode], res["all_batching_off"][mode]
+            print(f"| {mode} | {name} | {m['p50_ms']:.0f} | {m['p90_ms']:.0f} | "
+                  f"{m['p95_ms']:.0f} | {m['p99_ms']:.0f} | {m['qps']:.0f} | "
+                  f"{m['qps'] / base['qps']:.2f} | {m['non_2xx']:.0f} |")
     Path("benchmarks/results").mkdir(parents=True, exist_ok=True)
     Path(f"benchmarks/results/http_search_{int(time.time())}.json").write_text(
         json.dumps(res, indent=1))
