@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,17 +14,20 @@ from ragline.core.types import ScoredRecord, StoreQuery
 from ragline.facade import Ragline
 from ragline.services.documents import DocumentInput
 from ragline.services.retrieval import SearchQuery
+from ragline.testing.store_conformance import ranking
 from tests.ingestion_support import fake_settings
 
-WORDS = ["lidar", "camera", "imu", "encoder", "gripper", "planner", "map", "odometry"]
+WORDS = ["lidar", "camera", "imu", "encoder", "gripper", "planner", "map", "odometry",
+         "servo", "torque", "wheel", "battery", "sonar", "radar", "kalman", "filter"]
 
 
 @pytest.fixture
 def rl(tmp_path: Path) -> Iterator[Ragline]:
     r = Ragline(fake_settings(tmp_path, search_max_wait_ms=20))
     r.collections.create("docs", embedding_provider="fake")
-    docs = [DocumentInput(f"{WORDS[i % 8]} {WORDS[(i * 3) % 8]} note {i}", {"n": i})
-            for i in range(60)]
+    rng = random.Random(7)  # varied texts: few exact score ties
+    docs = [DocumentInput(" ".join(rng.choices(WORDS, k=rng.randint(2, 7))) + f" note {i}",
+                          {"n": i}) for i in range(60)]
     r.documents.add("docs", docs, "default")
     r.documents.add("docs", docs[:5], "other")  # another tenant, same shard
     yield r
@@ -39,8 +43,8 @@ def queries() -> list[SearchQuery]:
     return out
 
 
-def ids(hits: list[ScoredRecord]) -> list[str]:
-    return [h.id for h in hits]
+def ids(hits: list[ScoredRecord]) -> list[tuple[float, str]]:
+    return ranking(hits)
 
 
 def test_concurrent_searches_share_store_calls_and_rank_as_alone(rl: Ragline) -> None:

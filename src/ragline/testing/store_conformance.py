@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from ragline.core.filter_eval import matches
 from ragline.core.filters import parse_where
-from ragline.core.types import Record, StoreQuery
+from ragline.core.types import Record, ScoredRecord, StoreQuery
 from ragline.providers.stores.base import VectorStore
 from ragline.testing.strategies import filters, metadata
 
@@ -33,6 +33,17 @@ DIM = 8
 def vec(seed: int) -> np.ndarray:
     v = np.random.default_rng(seed).normal(size=DIM).astype(np.float32)
     return v
+
+
+def ranking(hits: list[ScoredRecord]) -> list[tuple[float, str]]:
+    """A result list as (-score, id) pairs with ties in id order, leaving out the ids of
+    hits tied with the last one (which of those made the cut is arbitrary): two
+    searches rank alike exactly when their rankings are equal."""
+    if not hits:
+        return []
+    last = round(hits[-1].score, 4)
+    return sorted((-round(h.score, 4), h.id if round(h.score, 4) > last else "")
+                  for h in hits)
 
 
 def rec(i: int, meta: dict[str, Any] | None = None, tenant: str = "default") -> Record:
@@ -91,8 +102,9 @@ class StoreConformance:
 
     def test_query_batch_equals_single_queries(self, store: VectorStore, key: str) -> None:
         words = ["alpha", "beta", "gamma", "delta"]
-        recs = [Record(f"doc-{i}", f"{words[i % 4]} item {i}", {"g": i % 3}, vec(i),
-                       "t1" if i % 5 else "t2") for i in range(30)]
+        # lengths vary so BM25 scores differ (ties may come back in any order)
+        recs = [Record(f"doc-{i}", f"{words[i % 4]} item {i}" + " zeta" * ((i // 4) % 4),
+                       {"g": i % 3}, vec(i), "t1" if i % 5 else "t2") for i in range(30)]
         store.upsert(key, recs)
         where = parse_where({"g": {"$in": [0, 1]}})
         queries = [
@@ -114,9 +126,8 @@ class StoreConformance:
             store.hybrid_search(key, "t1", vec(2), "gamma", None, 4, fusion="dbsf"),
         ]
         batch = store.query_batch(key, queries)
-        assert [[h.id for h in r] for r in batch] == [[h.id for h in r] for r in singles]
-        for got, want in zip(batch, singles, strict=True):
-            assert [h.score for h in got] == pytest.approx([h.score for h in want], abs=1e-5)
+        assert [ranking(r) for r in batch] == [ranking(r) for r in singles]
+        assert sum(1 for _, i in ranking(batch[3]) if i) >= 2  # BM25 order really compared
         assert all(h.id != "doc-0" and h.id != "doc-5" for h in batch[0])  # t2's records
         assert {h.id for h in batch[1]} <= {f"doc-{i}" for i in range(0, 30, 5)}
         assert all(h.score >= 0.2 for h in batch[2]) and batch[3] and not batch[4]
