@@ -1,4 +1,4 @@
-"""Search: dense, sparse (BM25) or hybrid (RRF), then optional cross-encoder
+"""Search: dense, sparse (BM25) or hybrid (DBSF or RRF fusion), then optional cross-encoder
 reranking and metadata boosts, with filters and thresholds.
 
 Planning (which mode, which vector) and execution (the store call) are shared
