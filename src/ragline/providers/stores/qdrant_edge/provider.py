@@ -93,6 +93,7 @@ class _Shard:
         self.lock = RWLock()
         self.write_lock = threading.Lock()
         self.closed = False
+        self.has_text: bool | None = None  # read once: the text index is made with the shard
 
 
 class QdrantEdgeStore:
@@ -353,7 +354,11 @@ class QdrantEdgeStore:
 
     def has_text_index(self, key: str) -> bool:
         sh = self._require(key)
-        return sh is not None and TEXT in sh.shard.info().payload_schema
+        if sh is None:
+            return False
+        if sh.has_text is None:  # every search asks; an Edge call per request is not free
+            sh.has_text = TEXT in sh.shard.info().payload_schema
+        return sh.has_text
 
     def text_search(
         self, key: str, tenant: str, query: str, where: Node | None, limit: int,
