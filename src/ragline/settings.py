@@ -43,7 +43,9 @@ class Settings(BaseSettings):
     edge_search_threads: int = Field(
         1, ge=1, le=64, description="Search threads per Qdrant Edge shard (see "
         "QdrantEdgeConfig.search_threads: 1 is fastest under concurrent load).")
-    edge_payload_memory: Literal["cold", "cached"] = "cached"
+    edge_payload_memory: Literal["cold", "cached"] = Field(
+        "cached", description="Qdrant Edge payload placement: 'cached' keeps chunk text and "
+        "metadata in memory once read, 'cold' reads them from disk on every search.")
 
     # --- embeddings --------------------------------------------------------
     default_embedder: str = "local"

@@ -78,6 +78,7 @@ class _Plan:
     needs_embedding: bool
     stages: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    boost: BoostConfig | None = None  # collection and request boosts, merged once
 
 
 class RetrievalService:
@@ -141,11 +142,12 @@ class RetrievalService:
         if not 1 <= q.rerank_candidates <= 1000:
             raise InvalidInput("'rerank_candidates' must be between 1 and 1000")
         stage = f"{mode}:{q.fusion or self.fusion}" if mode == "hybrid" else mode
-        return _Plan(info, mode, vector, needs_embedding, [stage])
+        return _Plan(info, mode, vector, needs_embedding, [stage],
+                     boost=merge_boost_config(info.metadata, q.boost))
 
     def _first_stage(self, q: SearchQuery, plan: _Plan) -> StoreQuery:
         """The store query; deeper and without threshold when later stages follow."""
-        later = (q.rerank and self.reranker() is not None) or self._boost(q, plan) is not None
+        later = (q.rerank and self.reranker() is not None) or plan.boost is not None
         depth = max(q.limit, q.rerank_candidates) if later else q.limit
         text = (q.query or "").strip()
         return StoreQuery(
@@ -154,10 +156,6 @@ class RetrievalService:
             score_threshold=None if later or plan.mode != "dense" else q.score_threshold,
             rrf_k=q.rrf_k or self.rrf_k, candidates=q.candidates or self.candidates,
             fusion=q.fusion or self.fusion)
-
-    @staticmethod
-    def _boost(q: SearchQuery, plan: _Plan) -> BoostConfig | None:
-        return merge_boost_config(plan.info.metadata, q.boost)
 
     def _run_batch(self, key: str, queries: list[StoreQuery]) -> list[Any]:
         """One store call for queries coalesced from concurrent requests. If it fails,
@@ -178,7 +176,7 @@ class RetrievalService:
     def _later_stages(self, q: SearchQuery, plan: _Plan,
                       hits: list[ScoredRecord]) -> list[ScoredRecord]:
         """Rerank and boost (when asked), then the limit and the score threshold."""
-        boost = self._boost(q, plan)
+        boost = plan.boost
         reranker = self.reranker() if q.rerank else None
         if q.rerank and reranker is None:
             plan.warnings.append("rerank skipped: no cross-encoder loaded (start the server "
@@ -213,9 +211,7 @@ class RetrievalService:
             if batcher is None:  # first use: loading the model takes a while
                 batcher = await anyio.to_thread.run_sync(
                     self.embedders.batcher, info.embedding_provider, info.embedding_model)
-            cached = self.embedders.get(info.embedding_provider,
-                                        info.embedding_model).lookup(text, "query")
-            vec = cached if cached is not None else await batcher.embed_one(text, "query")
+            vec = await batcher.embed_one(text, "query")  # cache hits return at once
             plan.vector = self._vector_dim_check(plan, np.asarray(vec, dtype=np.float32))
         hits: list[ScoredRecord] = []
         if plan.info.dimension:

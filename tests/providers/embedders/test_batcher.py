@@ -160,3 +160,17 @@ async def test_busy_workers_let_the_next_batch_grow() -> None:
     await asyncio.gather(first, *(batcher.embed_one(f"t{i}") for i in range(20)))
     assert [len(t) for t, _ in inner.log] == [1, 20]
     await batcher.aclose()
+
+
+async def test_cached_text_is_answered_without_a_batch() -> None:
+    from ragline.providers.embedders.cache import CachedEmbedder
+
+    inner = FakeEmbedder(dimension=8, query_differs=True)
+    batcher = MicroBatcher(CachedEmbedder(inner), max_batch=64, max_wait_ms=10_000)
+    first = await asyncio.wait_for(
+        asyncio.gather(*(batcher.embed_one(f"q{i}", "query") for i in range(64))), timeout=5)
+    assert batcher.batches == 1
+    again = await asyncio.wait_for(batcher.embed_one("q7", "query"), timeout=1)  # no window
+    np.testing.assert_array_equal(again, first[7])
+    assert batcher.batches == 1 and inner.calls == 1
+    await batcher.aclose()

@@ -7,7 +7,9 @@ up to ``max_wait_ms`` (or until ``max_batch``), embedded in one ``embed()`` in a
 worker thread, each caller handed its row. One batch takes one input type.
 
 Up to ``workers`` batches run at once: the local model runs each batch on one
-core, so one batch at a time would leave the second core idle meanwhile.
+core, so one batch at a time would leave the second core idle meanwhile. A text
+the embedder's cache already holds (``CachedEmbedder.lookup``) is answered at
+once, without waiting for a batch or a thread.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class MicroBatcher:
         self, embedder: Embedder, max_batch: int = 64, max_wait_ms: float = 5, workers: int = 1
     ) -> None:
         self.embedder = embedder
+        self._lookup = getattr(embedder, "lookup", None)  # a cache in front of the model
         self._coalescer: Coalescer[InputType, str, Vec] = Coalescer(
             self._embed, max_batch=max_batch, max_wait_ms=max_wait_ms, workers=workers,
             name="embed")
@@ -54,6 +57,10 @@ class MicroBatcher:
 
     async def embed_one(self, text: str, input_type: InputType = "query") -> Vec:
         check_inputs([text], input_type)
+        if self._lookup is not None:
+            hit = self._lookup(text, input_type)
+            if hit is not None:
+                return np.asarray(hit, dtype=np.float32)
         return await self._coalescer.submit(input_type, text)
 
     def stats(self) -> dict[str, float]:

@@ -50,7 +50,6 @@ from ragline.providers.stores.qdrant_edge.translate import (
 log = logging.getLogger(__name__)
 
 
-
 def _text_index() -> Any:
     """BM25 over chunk text: word tokens, lower-cased, English stopwords and stemming."""
     return q.TextIndexParams(
