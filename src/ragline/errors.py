@@ -19,7 +19,8 @@ way. Storage and services raise these; they never import FastAPI.
     ├── PayloadTooLarge               413  payload_too_large
     ├── ServiceUnavailable            503  service_unavailable
     │   ├── StoreUnavailable          503  store_unavailable
-    │   └── ModelNotLoaded            503  model_not_loaded
+    │   ├── ModelNotLoaded            503  model_not_loaded
+    │   └── LLMNotConfigured          503  llm_not_configured
     ├── ProviderError                 502  provider_error
     └── StoreError                    500  store_error
 
@@ -110,6 +111,13 @@ class StoreUnavailable(ServiceUnavailable):
 
 class ModelNotLoaded(ServiceUnavailable):
     code = "model_not_loaded"
+
+
+class LLMNotConfigured(ServiceUnavailable):
+    """Generation asked for, but no chat model is configured (the message names the
+    settings to set); everything else keeps working."""
+
+    code = "llm_not_configured"
 
 
 class ProviderError(RaglineError):

@@ -128,6 +128,34 @@ class Settings(BaseSettings):
     )
     job_workers: int = Field(1, ge=1, le=16, description="In-process ingestion worker threads.")
 
+    # --- answers: chat model, chat flow, checklists (issue 11) --------------
+    llm_provider: str = Field(
+        "openai", description="Chat-model provider (entry-point group ragline.llms).")
+    llm_base_url: str | None = Field(
+        None, description="OpenAI-compatible endpoint up to /chat/completions, e.g. "
+        "http://localhost:11434/v1. Unset: the generation endpoints answer 503.")
+    llm_model: str | None = Field(None, description="Chat model name on that server.")
+    llm_api_key: SecretStr | None = Field(None, description="Bearer key (local servers: none).")
+    llm_timeout_s: float = Field(120.0, gt=0, description="Seconds per chat request.")
+    llm_max_retries: int = Field(
+        3, ge=0, description="Retries of transient chat failures (connection, 429, 5xx).")
+    llm_max_tokens: int = Field(512, ge=1, description="Answer length cap per call.")
+    llm_json_mode: bool = Field(
+        True, description="Ask for response_format=json_object on JSON calls (tool decision, "
+        "checklists); turn off for servers that reject it.")
+    rag_relevance_threshold: float = Field(
+        0.75, ge=0.0, le=1.0, description="Spec 001's RAG_RELEVANCE_THRESHOLD: the top "
+        "document's relevance (0.5 + cosine/2, in [0, 1], the same in every search mode; "
+        "docs/answers.md) must reach this for its context to be used.")
+    assistant_name: str = Field("ragline", description="Name the prompts give the assistant.")
+    chat_context_limit: int = Field(3, ge=1, le=50, description="Documents fetched as context "
+                                    "per chat turn (spec 001 limit).")
+    chat_num_candidates: int = Field(100, ge=1, le=1000, description="Candidates per search "
+                                     "list (spec 001 numCandidates).")
+    chat_history_turns: int = Field(6, ge=0, le=50, description="Earlier messages of a "
+                                    "conversation sent with the topic-update call.")
+    checklist_top_k: int = Field(5, ge=1, le=50, description="Runbook chunks per checklist.")
+
     # --- server ------------------------------------------------------------
     worker_threads: int = Field(
         4, ge=1, le=64, description="Threads for blocking work (store, models) per process.")

@@ -16,7 +16,7 @@ from ragline.errors import InvalidInput
 
 log = logging.getLogger(__name__)
 
-KINDS = ("stores", "embedders", "rerankers", "llms")
+KINDS = ("stores", "embedders", "rerankers", "llms", "tools")
 
 
 class Registry:
@@ -66,7 +66,8 @@ class Registry:
             out[kind] = [
                 {
                     "name": name,
-                    "schema": cls.connection_schema(),
+                    "schema": (cls.connection_schema() if hasattr(cls, "connection_schema")
+                               else getattr(cls, "arguments", {})),
                     "capabilities": list(getattr(cls, "CAPABILITIES", [])),
                 }
                 for name, cls in sorted(classes.items())

@@ -46,6 +46,7 @@ from ragline.errors import InvalidInput, ModelNotLoaded, NotFound, ProviderError
 from ragline.ingest import assign_chunk_ids, chunk_document
 from ragline.ingest.types import SourceDocument
 from ragline.providers.embedders.base import Embedder
+from ragline.providers.retry import was_retried
 from ragline.providers.stores.base import VectorStore
 from ragline.services.ingest_stats import IngestCancelled, IngestStats, Progress
 
@@ -86,6 +87,11 @@ class Prepared:
 
 
 def _retryable(exc: BaseException) -> bool:
+    """Retry what no lower layer already handled: a ProviderError from the shared retry
+    layer was either retried there (transient) or is permanent (a 401), so retrying it
+    here would only multiply HTTP calls (ragline.providers.retry)."""
+    if was_retried(exc):
+        return False
     return not isinstance(exc, InvalidInput | ModelNotLoaded | NotFound | IngestCancelled)
 
 

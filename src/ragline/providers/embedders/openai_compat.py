@@ -3,14 +3,14 @@
 Why one provider for all of them: they speak the same wire format
 (``POST {base_url}/embeddings`` with ``{"model", "input": [...]}`` answering
 ``{"data": [{"index", "embedding"}]}``). Transient failures (429, 5xx, connection
-errors, timeouts) are retried with exponential backoff, honouring ``Retry-After``;
+errors, timeouts) are retried with exponential backoff, honouring ``Retry-After``, by
+the shared :mod:`ragline.providers.retry` layer over the official ``openai`` SDK client;
 anything else fails at once as :class:`ProviderError` (HTTP 502 to our callers).
 The API key is a ``SecretStr``: never logged, never in a repr or an error.
 """
 
 from __future__ import annotations
 
-import email.utils
 import hashlib
 import logging
 import math
@@ -22,16 +22,19 @@ from typing import Any, ClassVar
 import httpx
 import numpy as np
 import numpy.typing as npt
+import openai
 from pydantic import Field, SecretStr
 
 from ragline.errors import ProviderError
 from ragline.providers.base import Health, ProviderConfig
 from ragline.providers.embedders.base import InputType
 from ragline.providers.embedders.util import check_inputs, l2_normalise
+from ragline.providers.retry import RETRY_STATUS, Retrier, RetryPolicy, retry_after_seconds
+
+__all__ = ["RETRY_STATUS", "OpenAIEmbedder", "OpenAIEmbedderConfig", "retry_after_seconds"]
 
 log = logging.getLogger(__name__)
 
-RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
 
 class OpenAIEmbedderConfig(ProviderConfig):
@@ -52,21 +55,6 @@ class OpenAIEmbedderConfig(ProviderConfig):
     max_input_tokens: int = Field(8191, ge=1)
     query_prefix: str = Field("", description="E.g. 'search_query: ' for nomic-embed-text.")
     document_prefix: str = ""
-
-
-def retry_after_seconds(value: str | None) -> float | None:
-    """Parse ``Retry-After`` (delta-seconds or HTTP-date); None if absent or bad."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 class OpenAIEmbedder:
@@ -97,6 +85,16 @@ class OpenAIEmbedder:
         self._client = httpx.Client(
             headers=headers, timeout=self.config.timeout, transport=transport
         )
+        # The official SDK sends the requests (same client as the chat provider); its own
+        # retries are off: ragline.providers.retry retries transient failures only.
+        self._sdk = openai.OpenAI(
+            base_url=self._base, api_key=key.get_secret_value() if key else "",
+            max_retries=0, timeout=self.config.timeout, http_client=self._client)
+        self.retrier = Retrier(
+            RetryPolicy(self.config.max_retries, self.config.backoff_base,
+                        self.config.backoff_max),
+            f"Embedding request to {self._base}/embeddings", scrub=self._scrub)
+        self.retrier.sleep = lambda wait: self.sleep(wait)
         self._dimension = self.config.dimension
         self._dim_lock = threading.Lock()
         self.sleep = time.sleep  # replaceable in tests
@@ -185,39 +183,12 @@ class OpenAIEmbedder:
 
     def _post(self, path: str, body: dict[str, Any], retries: int | None = None) -> Any:
         url = self._base + path
-        attempts = (self.config.max_retries if retries is None else retries) + 1
-        for attempt in range(attempts):
-            wait: float | None = None
-            try:
-                resp = self._client.post(url, json=body)
-            except httpx.TransportError as exc:  # connect/read errors and timeouts
-                problem = self._scrub(f"{type(exc).__name__}: {exc}")
-            else:
-                if resp.status_code < 400:
-                    try:
-                        return resp.json()
-                    except ValueError:
-                        raise ProviderError(f"Non-JSON answer from {url}") from None
-                problem = self._scrub(f"HTTP {resp.status_code}: {resp.text[:300]}")
-                if resp.status_code not in RETRY_STATUS:
-                    raise ProviderError(
-                        f"Embedding request to {url} failed ({problem})",
-                        details={"status": resp.status_code},
-                    )
-                wait = retry_after_seconds(resp.headers.get("Retry-After"))
-            if attempt == attempts - 1:
-                break
-            if wait is None:
-                wait = self.config.backoff_base * (2**attempt)
-            wait = min(wait, self.config.backoff_max)
-            log.warning(
-                "embedding request to %s failed (%s); retry %d/%d in %.2fs",
-                url, problem[:120], attempt + 1, attempts - 1, wait,
-            )
-            self.sleep(wait)
-        raise ProviderError(
-            f"Embedding request to {url} failed after {attempts} attempt(s) ({problem})"
-        )
+        resp: httpx.Response = self.retrier.call(
+            lambda: self._sdk.post(path, body=body, cast_to=httpx.Response), retries)
+        try:
+            return resp.json()
+        except ValueError:
+            raise ProviderError(f"Non-JSON answer from {url}") from None
 
     @classmethod
     def connection_schema(cls) -> dict[str, Any]:

@@ -1,1 +1,1 @@
-"""LLM providers."""
+"""Chat-model providers (kind ``llms``, entry-point group ``ragline.llms``)."""

@@ -1,0 +1,124 @@
+"""Any OpenAI-compatible ``/chat/completions`` server, through the official ``openai`` SDK.
+
+One client serves OpenAI, Ollama, vLLM, llama.cpp's server and Gemini's
+compatible endpoint: only ``base_url``, ``model`` and the key differ. The SDK's
+own retries are off (``max_retries=0``): retries happen once, in
+:mod:`ragline.providers.retry`, which retries only transient failures and honours
+``Retry-After``. SDK errors become :class:`ProviderError` here, with the key
+scrubbed from every message.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Any, ClassVar
+
+import httpx
+import openai
+from pydantic import Field, SecretStr
+
+from ragline.errors import ProviderError
+from ragline.providers.base import Health, ProviderConfig
+from ragline.providers.llms.base import Message
+from ragline.providers.retry import Retrier, RetryPolicy
+
+log = logging.getLogger(__name__)
+
+
+class OpenAIChatConfig(ProviderConfig):
+    base_url: str = Field(..., description="Up to, not including, /chat/completions "
+                          "(e.g. http://localhost:11434/v1 for Ollama).")
+    model: str = Field(..., description="Model name the server knows.")
+    api_key: SecretStr | None = Field(None, description="Bearer key; local servers need none.")
+    timeout: float = Field(120.0, gt=0, description="Seconds per request (whole answer).")
+    connect_timeout: float = Field(5.0, gt=0)
+    max_retries: int = Field(3, ge=0, description="Retries of transient failures only.")
+    backoff_base: float = Field(0.5, ge=0)
+    backoff_max: float = Field(30.0, ge=0)
+    temperature: float = Field(0.0, ge=0, le=2)
+    max_tokens: int = Field(512, ge=1, description="Default answer length cap.")
+    json_mode: bool = Field(True, description="Send response_format=json_object for JSON "
+                            "calls (turn off for servers that reject it).")
+
+
+class OpenAIChatModel:
+    """Async client; safe to share between concurrent requests."""
+
+    name: ClassVar[str] = "openai"
+    kind: ClassVar[str] = "llm"
+    Config: ClassVar[type[ProviderConfig]] = OpenAIChatConfig
+    CAPABILITIES: ClassVar[list[str]] = ["chat", "stream", "json_mode", "remote"]
+
+    def __init__(self, config: OpenAIChatConfig | None = None, *,
+                 http_client: httpx.AsyncClient | None = None, **overrides: Any) -> None:
+        self.config = config or OpenAIChatConfig(**overrides)
+        c = self.config
+        key = c.api_key.get_secret_value() if c.api_key else ""
+        self._secret = key
+        self._client = openai.AsyncOpenAI(
+            base_url=c.base_url, api_key=key or "none", max_retries=0,
+            timeout=httpx.Timeout(c.timeout, connect=c.connect_timeout),
+            http_client=http_client,
+        )
+        self.retrier = Retrier(RetryPolicy(c.max_retries, c.backoff_base, c.backoff_max),
+                               f"Chat request to {c.base_url}", scrub=self._scrub)
+
+    def __repr__(self) -> str:
+        return f"OpenAIChatModel(base_url={self.config.base_url!r}, model={self.model!r})"
+
+    @property
+    def model(self) -> str:
+        return self.config.model
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._secret, "***") if self._secret else text
+
+    def _body(self, messages: list[Message], max_tokens: int | None) -> dict[str, Any]:
+        return {"model": self.model, "messages": messages,
+                "temperature": self.config.temperature,
+                "max_tokens": max_tokens or self.config.max_tokens}
+
+    async def complete(self, messages: list[Message], *, json_mode: bool = False,
+                       max_tokens: int | None = None) -> str:
+        body = self._body(messages, max_tokens)
+        if json_mode and self.config.json_mode:
+            body["response_format"] = {"type": "json_object"}
+        resp = await self.retrier.acall(lambda: self._client.chat.completions.create(**body))
+        try:
+            return resp.choices[0].message.content or ""
+        except (AttributeError, IndexError, TypeError):
+            raise ProviderError(f"Malformed chat answer from {self.config.base_url}") from None
+
+    async def stream(self, messages: list[Message], *,
+                     max_tokens: int | None = None) -> AsyncIterator[str]:
+        body = self._body(messages, max_tokens)
+        # Only opening the stream is retried: once tokens flowed, a retry would repeat them.
+        chunks = await self.retrier.acall(
+            lambda: self._client.chat.completions.create(stream=True, **body))
+        try:
+            async for chunk in chunks:
+                if not chunk.choices:
+                    continue
+                delta = chunk.choices[0].delta.content
+                if delta:
+                    yield delta
+        except (openai.APIError, httpx.HTTPError) as exc:
+            raise ProviderError(
+                self._scrub(f"Chat stream from {self.config.base_url} broke: "
+                            f"{type(exc).__name__}"), details={"transient": True}) from None
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    @classmethod
+    def connection_schema(cls) -> dict[str, Any]:
+        return OpenAIChatConfig.model_json_schema()
+
+    def capabilities(self) -> list[str]:
+        return list(self.CAPABILITIES)
+
+    def health(self) -> Health:
+        """Configuration only (no call): a model request costs money on hosted APIs."""
+        return Health.now("ok", {"base_url": self.config.base_url, "model": self.model,
+                                 "configured": True})

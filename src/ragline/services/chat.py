@@ -1,0 +1,243 @@
+"""The chat turn of spec 001 section 4.2, with spec 000's conversations.
+
+One turn:
+
+1. conversation: load it (tenant-scoped) or start one; plan the search text from the
+   running topic (:mod:`ragline.services.topics`: ``first message (raw query)`` or
+   ``follow-up (contextualized topic)``);
+2. retrieve: :func:`fetch_rag_context` on the caller's tenant (limit 3, 100
+   candidates); the context is kept only if the top document's relevance reaches
+   ``rag_relevance_threshold``;
+3. tool decision: the ``tool_decision`` prompt (knowledge-base block only with kept
+   context), JSON parsed tolerantly and validated against the registered tools;
+4. synthesis: a chosen tool runs and the ``post_tool`` prompt answers (path ``tool``);
+   ``none`` with context -> ``strict_context`` (path ``rag``); ``none`` without ->
+   ``general_knowledge`` (path ``general``);
+5. the answer streams as tokens; the user and assistant messages and the new topic
+   are stored together when it is complete.
+
+:meth:`ChatService.prepare` does 1-4 and raises ordinary errors (404, 503...), so
+the HTTP layer can answer with a status before a stream starts;
+:meth:`PreparedTurn.events` streams 5.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragline.catalog.conversations import Conversation, ConversationTable, Message
+from ragline.errors import InvalidInput
+from ragline.prompts import Prompts
+from ragline.providers.llms.base import ChatModel
+from ragline.services.rag_context import (
+    Hit,
+    RagContext,
+    Retriever,
+    TurnEmbeddings,
+    fetch_rag_context,
+    passes_threshold,
+)
+from ragline.services.tool_choice import ToolDecision, describe_tools, parse_tool_decision
+from ragline.services.tools.base import Tool, ToolContext
+from ragline.services.topics import plan_query
+
+log = logging.getLogger(__name__)
+
+MAX_MESSAGE_CHARS = 8000
+
+
+@dataclass
+class ChatConfig:
+    assistant_name: str = "ragline"
+    relevance_threshold: float = 0.75
+    context_limit: int = 3
+    num_candidates: int = 100
+    allow_private_urls: bool = False
+    default_collection: str | None = None
+    max_tokens: int | None = None
+
+
+@dataclass
+class ChatRequest:
+    tenant: str
+    message: str
+    conversation_id: str | None = None
+    collection: str | None = None
+
+
+@dataclass
+class Event:
+    """``token`` (data: {"text"}) or ``done`` (data: the turn's summary)."""
+
+    kind: str
+    data: dict[str, Any]
+
+
+@dataclass
+class PreparedTurn:
+    service: ChatService
+    request: ChatRequest
+    conversation: Conversation
+    llm: ChatModel
+    prompt: str
+    path: str
+    strategy: str
+    query: str
+    topic: str
+    tool: dict[str, Any] | None
+    sources: list[dict[str, Any]]
+    t0: float
+    timings: dict[str, float] = field(default_factory=dict)
+    llm_s: float = 0.0
+    answer: str = ""
+
+    async def events(self) -> AsyncIterator[Event]:
+        t_call = time.perf_counter()
+        parts: list[str] = []
+        first = True
+        async for delta in self.llm.stream([{"role": "user", "content": self.prompt}],
+                                           max_tokens=self.service.config.max_tokens):
+            if first:
+                self.timings["first_token_ms"] = _ms(time.perf_counter() - self.t0)
+                first = False
+            parts.append(delta)
+            yield Event("token", {"text": delta})
+        self.llm_s += time.perf_counter() - t_call
+        self.answer = "".join(parts)
+        await self.service._finish(self)
+        yield Event("done", self.summary())
+
+    async def run(self) -> dict[str, Any]:
+        """The whole turn without streaming (tokens are joined)."""
+        async for _ in self.events():
+            pass
+        return {"answer": self.answer, **self.summary()}
+
+    def summary(self) -> dict[str, Any]:
+        return {"conversation_id": self.conversation.id, "strategy": self.strategy,
+                "path": self.path, "tool": self.tool, "sources": self.sources,
+                "query": self.query, "topic": self.topic, "timings": self.timings}
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 2)
+
+
+class ChatService:
+    def __init__(self, llm: Callable[[], ChatModel], retriever: Retriever,
+                 conversations: ConversationTable, tools: Callable[[], Mapping[str, Tool]],
+                 collection_metadata: Callable[[str], Mapping[str, Any]],
+                 config: ChatConfig) -> None:
+        self.llm = llm  # a getter: raises LLMNotConfigured when there is no model
+        self.retriever = retriever
+        self.conversations = conversations
+        self.tools = tools
+        self.collection_metadata = collection_metadata
+        self.config = config
+
+    async def prepare(self, req: ChatRequest) -> PreparedTurn:
+        t0 = time.perf_counter()
+        message = (req.message or "").strip()
+        if not message:
+            raise InvalidInput("'message' must not be empty")
+        if len(message) > MAX_MESSAGE_CHARS:
+            raise InvalidInput(f"'message' is longer than {MAX_MESSAGE_CHARS} characters")
+        llm = self.llm()
+        if req.conversation_id:
+            conv = self.conversations.get(req.tenant, req.conversation_id, with_messages=False)
+        else:
+            conv = self.conversations.create(req.tenant, req.collection
+                                             or self.config.default_collection)
+        collection = req.collection or conv.collection or self.config.default_collection
+        prompts = Prompts(self.config.assistant_name,
+                          self.collection_metadata(collection) if collection else None)
+        timings: dict[str, float] = {}
+        plan, llm_s = await plan_query(conv.topic, message, llm, prompts)
+        timings["topic_ms"] = _ms(llm_s)
+
+        t = time.perf_counter()
+        embeddings = TurnEmbeddings()
+        ctx = RagContext(None, [])
+        if collection:
+            ctx = await fetch_rag_context(
+                self.retriever, req.tenant, collection, plan.query,
+                limit=self.config.context_limit, num_candidates=self.config.num_candidates,
+                embeddings=embeddings)
+        timings["retrieval_ms"] = _ms(time.perf_counter() - t)
+        relevant = passes_threshold(ctx, self.config.relevance_threshold)
+        rag_context = ctx.context if relevant else None
+        log.info("chat retrieval: %d document(s), top relevance %s, threshold %.2f -> %s",
+                 len(ctx.documents), ctx.top_relevance, self.config.relevance_threshold,
+                 "context used" if relevant else "no context")
+
+        tools = dict(self.tools())
+        t = time.perf_counter()
+        raw = await llm.complete([{"role": "user", "content": prompts.tool_decision(
+            describe_tools(tools), rag_context, message)}], json_mode=True, max_tokens=256)
+        decision_s = time.perf_counter() - t
+        llm_s += decision_s
+        timings["decision_ms"] = _ms(decision_s)
+        decision = parse_tool_decision(raw, tools)
+        if decision.problem:
+            log.warning("tool decision ignored (%s); answering without a tool", decision.problem)
+
+        tool_info: dict[str, Any] | None = None
+        sources: list[dict[str, Any]] = []
+        if decision.tool_name != "none":
+            prompt, tool_info, sources = await self._run_tool(
+                decision, tools, req.tenant, collection, embeddings, prompts, message,
+                timings)
+            path = "tool"
+        elif rag_context:
+            prompt = prompts.strict_context(rag_context, message)
+            sources = [h.source() for h in ctx.documents]
+            path = "rag"
+        else:
+            prompt = prompts.general_knowledge(message)
+            path = "general"
+        if decision.problem:
+            tool_info = {"name": None, "rejected": decision.problem}
+        timings["prepare_ms"] = _ms(time.perf_counter() - t0)
+        return PreparedTurn(self, req, conv, llm, prompt, path, plan.strategy, plan.query,
+                            plan.topic, tool_info, sources, t0, timings, llm_s)
+
+    async def _run_tool(self, decision: ToolDecision, tools: Mapping[str, Tool], tenant: str,
+                        collection: str | None, embeddings: TurnEmbeddings, prompts: Prompts,
+                        message: str, timings: dict[str, float],
+                        ) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
+        tool = tools[decision.tool_name]
+        tctx = ToolContext(tenant, collection, self.retriever,
+                           allow_private_urls=self.config.allow_private_urls,
+                           embeddings=embeddings)
+        t = time.perf_counter()
+        try:
+            output = await tool.run(decision.arguments, tctx)
+        except Exception as exc:  # a plugin's failure is reported to the model, not a 500
+            log.warning("tool %s failed: %s", decision.tool_name, type(exc).__name__)
+            output = {"error": f"tool '{decision.tool_name}' failed: "
+                      f"{getattr(exc, 'message', type(exc).__name__)}"}
+        timings["tool_ms"] = _ms(time.perf_counter() - t)
+        hits: list[Hit] = tctx.options.get("sources", [])
+        sources = [h.source() for h in hits]
+        if isinstance(output, dict) and output.get("url") and not output.get("error"):
+            sources.append({"id": output["url"], "title": output.get("title"),
+                            "source_url": output["url"], "source_type": "url"})
+        info = {"name": decision.tool_name, "arguments": decision.arguments,
+                "error": output.get("error") if isinstance(output, dict) else None}
+        return prompts.post_tool(message, decision.tool_name, output), info, sources
+
+    async def _finish(self, turn: PreparedTurn) -> None:
+        turn.timings["total_ms"] = _ms(time.perf_counter() - turn.t0)
+        turn.timings["llm_ms"] = _ms(turn.llm_s)
+        turn.timings["overhead_ms"] = round(turn.timings["total_ms"] - turn.timings["llm_ms"], 2)
+        meta = {"strategy": turn.strategy, "path": turn.path, "tool": turn.tool,
+                "sources": turn.sources}
+        self.conversations.append(
+            turn.request.tenant, turn.conversation.id,
+            [Message("user", turn.request.message.strip(), {"query": turn.query}),
+             Message("assistant", turn.answer, meta)],
+            topic=turn.topic)

@@ -1,0 +1,1 @@
+"""Chat tools (entry-point group ``ragline.tools``)."""
