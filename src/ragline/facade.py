@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ragline.answers_api import AnswersAPI
 from ragline.catalog.ingest_state import IngestState, JobTable
 from ragline.catalog.sqlite import Catalog
 from ragline.providers.registry import registry
@@ -25,8 +26,8 @@ from ragline.settings import Settings
 log = logging.getLogger(__name__)
 
 
-class Ragline:
-    def __init__(self, settings: Settings | None = None) -> None:
+class Ragline(AnswersAPI):
+    def __init__(self, settings: Settings | None = None, *, llm: Any = None) -> None:
         self.settings = settings or Settings()
         s = self.settings
         s.data_dir.mkdir(parents=True, exist_ok=True)
@@ -59,6 +60,7 @@ class Ragline:
                                     self.ingest_state)
         self.jobs = JobService(JobTable(self.catalog), self.ingest, s.job_workers,
                                s.data_dir / "uploads")
+        self._init_answers(llm)
 
     @property
     def tenant(self) -> str:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 import httpx
+import httpx2
 import openai
 
 from ragline.errors import ProviderError
@@ -84,7 +85,7 @@ def classify(exc: BaseException) -> Failure | None:
     if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
         cause = exc.__cause__ or exc
         return Failure(True, f"{type(cause).__name__}: {cause}")
-    if isinstance(exc, httpx.TransportError):
+    if isinstance(exc, httpx.TransportError | httpx2.TransportError):
         return Failure(True, f"{type(exc).__name__}: {exc}")
     return None
 

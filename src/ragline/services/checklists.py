@@ -48,8 +48,11 @@ class EnrichedContext(BaseModel):
                 out += [k, v]
         else:
             out += self.labels
-        seen: set[str] = set()
-        return [t for t in out if t and not (t.lower() in seen or seen.add(t.lower()))]
+        unique: dict[str, str] = {}
+        for t in out:
+            if t:
+                unique.setdefault(t.lower(), t)
+        return list(unique.values())
 
 
 class ChecklistStep(BaseModel):

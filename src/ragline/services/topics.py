@@ -29,11 +29,12 @@ FOLLOW_UP = "follow-up (contextualized topic)"
 MAX_TOPIC_CHARS = 300
 MAX_TOPIC_WORDS = 30
 
-_STOP = frozenset("""a an the and or but if then so of to in on at by for with from into about as
+_STOP_WORDS = """a an the and or but if then so of to in on at by for with from into about as
 is are was were be been being do does did done have has had can could should would will shall
 may might must it its it's this that these those there here he she they them him her his their
 theirs we us our you your i me my mine what which who whom whose when where why how tell please
-more also some any not no yes just very really than too much many""".split())
+more also some any not no yes just very really than too much many"""
+_STOP = frozenset(_STOP_WORDS.split())
 _WORD = re.compile(r"[\w][\w.\-+/#]*", re.UNICODE)
 
 

@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Any, ClassVar
 
-import httpx
+import httpx2
 import numpy as np
 import numpy.typing as npt
 import openai
@@ -69,7 +69,7 @@ class OpenAIEmbedder:
         self,
         config: OpenAIEmbedderConfig | None = None,
         *,
-        transport: httpx.BaseTransport | None = None,
+        transport: httpx2.BaseTransport | None = None,
         **overrides: Any,
     ) -> None:
         self.config = config or OpenAIEmbedderConfig(**overrides)
@@ -78,18 +78,14 @@ class OpenAIEmbedder:
             env = os.environ.get("RAGLINE_OPENAI_API_KEY") or os.environ.get("OPENAI_API_KEY")
             key = SecretStr(env) if env else None
         self._key = key
-        headers = {"Content-Type": "application/json"}
-        if key is not None and key.get_secret_value():
-            headers["Authorization"] = f"Bearer {key.get_secret_value()}"
         self._base = self.config.base_url.rstrip("/")
-        self._client = httpx.Client(
-            headers=headers, timeout=self.config.timeout, transport=transport
-        )
         # The official SDK sends the requests (same client as the chat provider); its own
         # retries are off: ragline.providers.retry retries transient failures only.
+        # ``transport`` (tests) is an httpx transport of the SDK's HTTP library.
         self._sdk = openai.OpenAI(
             base_url=self._base, api_key=key.get_secret_value() if key else "",
-            max_retries=0, timeout=self.config.timeout, http_client=self._client)
+            max_retries=0, timeout=self.config.timeout,
+            http_client=httpx2.Client(transport=transport) if transport else None)
         self.retrier = Retrier(
             RetryPolicy(self.config.max_retries, self.config.backoff_base,
                         self.config.backoff_max),
@@ -103,7 +99,7 @@ class OpenAIEmbedder:
         return f"OpenAIEmbedder(base_url={self._base!r}, model={self.model!r})"
 
     def close(self) -> None:
-        self._client.close()
+        self._sdk.close()
 
     # -- protocol --------------------------------------------------------------
     @property
@@ -183,8 +179,8 @@ class OpenAIEmbedder:
 
     def _post(self, path: str, body: dict[str, Any], retries: int | None = None) -> Any:
         url = self._base + path
-        resp: httpx.Response = self.retrier.call(
-            lambda: self._sdk.post(path, body=body, cast_to=httpx.Response), retries)
+        resp: httpx2.Response = self.retrier.call(
+            lambda: self._sdk.post(path, body=body, cast_to=httpx2.Response), retries)
         try:
             return resp.json()
         except ValueError:

@@ -14,7 +14,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
-import httpx
+import httpx2
 import openai
 from pydantic import Field, SecretStr
 
@@ -50,16 +50,14 @@ class OpenAIChatModel:
     Config: ClassVar[type[ProviderConfig]] = OpenAIChatConfig
     CAPABILITIES: ClassVar[list[str]] = ["chat", "stream", "json_mode", "remote"]
 
-    def __init__(self, config: OpenAIChatConfig | None = None, *,
-                 http_client: httpx.AsyncClient | None = None, **overrides: Any) -> None:
+    def __init__(self, config: OpenAIChatConfig | None = None, **overrides: Any) -> None:
         self.config = config or OpenAIChatConfig(**overrides)
         c = self.config
         key = c.api_key.get_secret_value() if c.api_key else ""
         self._secret = key
         self._client = openai.AsyncOpenAI(
             base_url=c.base_url, api_key=key or "none", max_retries=0,
-            timeout=httpx.Timeout(c.timeout, connect=c.connect_timeout),
-            http_client=http_client,
+            timeout=httpx2.Timeout(c.timeout, connect=c.connect_timeout),
         )
         self.retrier = Retrier(RetryPolicy(c.max_retries, c.backoff_base, c.backoff_max),
                                f"Chat request to {c.base_url}", scrub=self._scrub)
@@ -103,7 +101,7 @@ class OpenAIChatModel:
                 delta = chunk.choices[0].delta.content
                 if delta:
                     yield delta
-        except (openai.APIError, httpx.HTTPError) as exc:
+        except (openai.APIError, httpx2.HTTPError) as exc:
             raise ProviderError(
                 self._scrub(f"Chat stream from {self.config.base_url} broke: "
                             f"{type(exc).__name__}"), details={"transient": True}) from None
