@@ -16,6 +16,8 @@ from fastapi import FastAPI
 from ragline import __version__
 from ragline.api import errors
 from ragline.api.routes import (
+    chat,
+    checklists,
     collections,
     context,
     documents,
@@ -51,6 +53,6 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
                   description="Self-hosted RAG backend: collections, documents, search.")
     errors.install(app)
     for module in (health, collections, documents, search, ingestion, context, rag_ingest,
-                   rerank):
+                   rerank, chat, checklists):
         app.include_router(module.router)
     return app

@@ -1,0 +1,64 @@
+"""``POST /api/chat`` (spec 001's chat flow) and ``GET/DELETE /api/conversations/{id}``.
+
+``stream: true`` (the default) answers ``text/event-stream``: ``token`` events
+(``{"text": ...}``) as the model writes, then one ``done`` event with the
+conversation id, strategy, path, tool, sources and timings; a failure after the
+stream started is an ``error`` event (``{"error", "message"}``). Everything before
+the first token (unknown conversation, no model configured...) is an ordinary
+JSON error with its status.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Response
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, Field
+
+from ragline.api.deps import RL, Tenant
+from ragline.errors import RaglineError
+
+router = APIRouter(tags=["answers"])
+
+
+class ChatBody(BaseModel):
+    message: str = Field(..., min_length=1, max_length=8000)
+    conversation_id: str | None = None
+    collection: str | None = None
+    stream: bool = True
+
+
+def sse(event: str, data: dict[str, Any]) -> str:
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
+
+
+@router.post("/api/chat", response_model=None)
+async def chat(body: ChatBody, rl: RL, tenant: Tenant) -> dict[str, Any] | StreamingResponse:
+    turn = await rl.chat_turn(tenant, body.message, conversation_id=body.conversation_id,
+                              collection=body.collection)
+    if not body.stream:
+        return await turn.run()
+
+    async def events() -> AsyncIterator[str]:
+        try:
+            async for ev in turn.events():
+                yield sse(ev.kind, ev.data)
+        except RaglineError as exc:
+            yield sse("error", {"error": exc.code, "message": exc.message})
+
+    return StreamingResponse(events(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+@router.get("/api/conversations/{conversation_id}")
+def get_conversation(conversation_id: str, rl: RL, tenant: Tenant) -> dict[str, Any]:
+    return rl.get_conversation(tenant, conversation_id)
+
+
+@router.delete("/api/conversations/{conversation_id}", status_code=204)
+def delete_conversation(conversation_id: str, rl: RL, tenant: Tenant) -> Response:
+    rl.delete_conversation(tenant, conversation_id)
+    return Response(status_code=204)

@@ -1,0 +1,30 @@
+"""``POST /api/checklists``: spec 003's troubleshooting checklist for an enriched alert."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import BaseModel, Field
+
+from ragline.api.deps import RL, Tenant
+
+router = APIRouter(tags=["answers"])
+
+
+class ChecklistBody(BaseModel):
+    title: str = Field(..., min_length=1, max_length=1000)
+    resource_type: str | None = None
+    resource_shape: str | None = None
+    labels: dict[str, str] | list[str] = Field(default_factory=dict)
+    tags: list[str] = Field(default_factory=list)
+    metrics: dict[str, Any] = Field(default_factory=dict)
+    logs: list[str] = Field(default_factory=list, max_length=200)
+    collection: str | None = None
+    top_k: int | None = Field(None, ge=1, le=50, description="Default: checklist_top_k.")
+
+
+@router.post("/api/checklists")
+async def checklist(body: ChecklistBody, rl: RL, tenant: Tenant) -> dict[str, Any]:
+    context = body.model_dump(exclude={"collection", "top_k"})
+    return await rl.checklist(tenant, context, collection=body.collection, top_k=body.top_k)
