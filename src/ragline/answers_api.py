@@ -150,6 +150,7 @@ class AnswersAPI:
     async def checklist(self, tenant: str, context: Mapping[str, Any], *,
                         collection: str | None = None, top_k: int | None = None
                         ) -> dict[str, Any]:
+        self.llm()  # 503 naming the settings comes before any other complaint
         ctx = EnrichedContext.model_validate(context)
         name = self._collection_or_default(collection)
         result = await self.checklist_service.process(tenant, name, ctx, top_k)

@@ -152,8 +152,6 @@ class Settings(BaseSettings):
                                     "per chat turn (spec 001 limit).")
     chat_num_candidates: int = Field(100, ge=1, le=1000, description="Candidates per search "
                                      "list (spec 001 numCandidates).")
-    chat_history_turns: int = Field(6, ge=0, le=50, description="Earlier messages of a "
-                                    "conversation sent with the topic-update call.")
     checklist_top_k: int = Field(5, ge=1, le=50, description="Runbook chunks per checklist.")
 
     # --- server ------------------------------------------------------------
