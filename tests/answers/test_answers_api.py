@@ -189,3 +189,15 @@ def test_checklist_fallback_on_malformed_output(
     assert out["steps"][0]["priority"] == "high" and "could not" in out["steps"][0]["action"]
     assert "runbooks/disk.md" in out["source_runbooks"]
     assert "checklist: invalid JSON" in caplog.text
+
+
+def test_turn_embeds_the_query_once_per_connection_and_model(
+        client: TestClient, llm: ScriptedChatModel, caplog: pytest.LogCaptureFixture) -> None:
+    message = "capital of France Paris"
+    llm.replies += [json.dumps({"tool_name": "search_knowledge_base",
+                                "arguments": {"query": message, "collection": "rb"}}), "ok"]
+    with caplog.at_level(logging.INFO):
+        body = client.post("/api/chat", json={"message": message, "collection": "kb",
+                                              "stream": False}).json()
+    assert body["path"] == "tool"
+    assert "query embedding cache hit (fake:" in caplog.text  # kb and rb share the embedder
