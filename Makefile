@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 DATA ?= ./data
 
-.PHONY: install serve test lint typecheck bench clean
+.PHONY: install serve test test-llm lint typecheck bench bench-chat clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -25,6 +25,25 @@ serve: $(STAMP)
 test: $(STAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q
 
+# The real-LLM tier (tests/llm, marker "llm"): llama.cpp's server with SmolLM2-135M, in a
+# venv of its own. The llama-cpp-python wheel is compiled once (10-20 min on 2 cores) into
+# $(LLM_WHEELS) and reused by every later venv.
+LLM_VENV ?= .venv-llm
+LLM_WHEELS ?= $(HOME)/.cache/ragline-wheels
+LLM_STAMP := $(LLM_VENV)/.installed
+
+$(LLM_STAMP): scripts/install_llm.sh scripts/build_llama_wheel.sh
+	RAGLINE_WHEEL_CACHE=$(LLM_WHEELS) PY=$(PY) bash scripts/install_llm.sh $(LLM_VENV)
+	touch $(LLM_STAMP)
+
+test-llm: $(STAMP) $(LLM_STAMP)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 RAGLINE_LLAMA_PYTHON=$(LLM_VENV)/bin/python \
+		$(BIN)/python -m pytest -q -m llm tests/llm
+
+bench-chat: $(STAMP) $(LLM_STAMP)
+	HF_HUB_OFFLINE=1 RAGLINE_LLAMA_PYTHON=$(LLM_VENV)/bin/python \
+		$(BIN)/python benchmarks/bench_chat.py
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
@@ -33,4 +52,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_store.py
 
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(LLM_VENV)
