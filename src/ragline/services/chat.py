@@ -94,6 +94,7 @@ class PreparedTurn:
     timings: dict[str, float] = field(default_factory=dict)
     llm_s: float = 0.0
     answer: str = ""
+    decision_prompt: str = ""
 
     async def events(self) -> AsyncIterator[Event]:
         t_call = time.perf_counter()
@@ -176,8 +177,9 @@ class ChatService:
 
         tools = dict(self.tools())
         t = time.perf_counter()
-        raw = await llm.complete([{"role": "user", "content": prompts.tool_decision(
-            describe_tools(tools), rag_context, message)}], json_mode=True, max_tokens=256)
+        decision_prompt = prompts.tool_decision(describe_tools(tools), rag_context, message)
+        raw = await llm.complete([{"role": "user", "content": decision_prompt}],
+                                 json_mode=True, max_tokens=256)
         decision_s = time.perf_counter() - t
         llm_s += decision_s
         timings["decision_ms"] = _ms(decision_s)
@@ -203,7 +205,8 @@ class ChatService:
             tool_info = {"name": None, "rejected": decision.problem}
         timings["prepare_ms"] = _ms(time.perf_counter() - t0)
         return PreparedTurn(self, req, conv, llm, prompt, path, plan.strategy, plan.query,
-                            plan.topic, tool_info, sources, t0, timings, llm_s)
+                            plan.topic, tool_info, sources, t0, timings, llm_s,
+                            decision_prompt=decision_prompt)
 
     async def _run_tool(self, decision: ToolDecision, tools: Mapping[str, Tool], tenant: str,
                         collection: str | None, embeddings: TurnEmbeddings, prompts: Prompts,
@@ -231,9 +234,6 @@ class ChatService:
         return prompts.post_tool(message, decision.tool_name, output), info, sources
 
     async def _finish(self, turn: PreparedTurn) -> None:
-        turn.timings["total_ms"] = _ms(time.perf_counter() - turn.t0)
-        turn.timings["llm_ms"] = _ms(turn.llm_s)
-        turn.timings["overhead_ms"] = round(turn.timings["total_ms"] - turn.timings["llm_ms"], 2)
         meta = {"strategy": turn.strategy, "path": turn.path, "tool": turn.tool,
                 "sources": turn.sources}
         self.conversations.append(
@@ -241,3 +241,6 @@ class ChatService:
             [Message("user", turn.request.message.strip(), {"query": turn.query}),
              Message("assistant", turn.answer, meta)],
             topic=turn.topic)
+        turn.timings["total_ms"] = _ms(time.perf_counter() - turn.t0)  # storage included
+        turn.timings["llm_ms"] = _ms(turn.llm_s)
+        turn.timings["overhead_ms"] = round(turn.timings["total_ms"] - turn.timings["llm_ms"], 2)
