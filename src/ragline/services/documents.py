@@ -160,18 +160,6 @@ class DocumentService:
         info = self.collections.get(name)
         return self.store.count(info.shard, tenant, where)
 
-    def search_vector(
-        self, name: str, tenant: str, embedding: Any, where: Node | None, limit: int,
-        with_vectors: bool = False, score_threshold: float | None = None,
-    ) -> list[ScoredRecord]:
-        info = self.collections.get(name)
-        vec = check_vector(embedding, "the query")
-        check_dimension(len(vec), info.dimension, "the query embedding", name)
-        if not 1 <= limit <= 1000:
-            raise InvalidInput("'limit' must be between 1 and 1000")
-        return self.store.search(info.shard, tenant, vec, where, limit, with_vectors,
-                                 score_threshold)
-
     def distinct(self, name: str, tenant: str, field: str) -> list[Scalar]:
         info = self.collections.catalog.get_collection(name, message=MSG_NOT_EXIST.format(name))
         return self.store.distinct(info.shard, tenant, field)
