@@ -14,7 +14,7 @@ import numpy as np
 
 from ragline.core.filters import Node
 from ragline.core.ids import new_doc_id
-from ragline.core.types import CollectionInfo, Page, Record, Scalar, ScoredRecord
+from ragline.core.types import CollectionInfo, Page, Record, Scalar
 from ragline.errors import InvalidInput, PayloadTooLarge, ShardGone
 from ragline.providers.stores.base import VectorStore
 from ragline.services.collections import MSG_NOT_EXIST, CollectionService

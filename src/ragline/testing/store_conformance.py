@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from ragline.core.filter_eval import matches
 from ragline.core.filters import Node, parse_where
-from ragline.core.types import Record, ScoredRecord, SearchMode, StoreQuery
+from ragline.core.types import Fusion, Record, ScoredRecord, SearchMode, StoreQuery
 from ragline.providers.stores.base import VectorStore
 from ragline.testing.strategies import filters, metadata
 
@@ -117,13 +117,13 @@ class StoreConformance:
         store.upsert(key, recs)
         where = parse_where({"g": {"$in": [0, 1]}})
         queries = [
-            StoreQuery("t1", "dense", 5, vector=vec(3)),
-            StoreQuery("t2", "dense", 5, vector=vec(3)),  # another tenant in the same batch
-            StoreQuery("t1", "dense", 30, vector=vec(7), where=where, score_threshold=0.2),
-            StoreQuery("t1", "sparse", 5, text="beta"),
-            StoreQuery("t1", "sparse", 5, text="   "),  # no words: nothing, not an error
-            StoreQuery("t1", "hybrid", 4, vector=vec(2), text="gamma", where=where),
-            StoreQuery("t1", "hybrid", 4, vector=vec(2), text="gamma", fusion="dbsf"),
+            StoreQuery("t1", SearchMode.DENSE, 5, vector=vec(3)),
+            StoreQuery("t2", SearchMode.DENSE, 5, vector=vec(3)),  # another tenant in the same batch
+            StoreQuery("t1", SearchMode.DENSE, 30, vector=vec(7), where=where, score_threshold=0.2),
+            StoreQuery("t1", SearchMode.SPARSE, 5, text="beta"),
+            StoreQuery("t1", SearchMode.SPARSE, 5, text="   "),  # no words: nothing, not an error
+            StoreQuery("t1", SearchMode.HYBRID, 4, vector=vec(2), text="gamma", where=where),
+            StoreQuery("t1", SearchMode.HYBRID, 4, vector=vec(2), text="gamma", fusion=Fusion.DBSF),
         ]
         singles = [store.query_batch(key, [sq])[0] for sq in queries]
         batch = store.query_batch(key, queries)
