@@ -118,7 +118,7 @@ class StoreConformance:
         where = parse_where({"g": {"$in": [0, 1]}})
         queries = [
             StoreQuery("t1", SearchMode.DENSE, 5, vector=vec(3)),
-            StoreQuery("t2", SearchMode.DENSE, 5, vector=vec(3)),  # another tenant in the same batch
+            StoreQuery("t2", SearchMode.DENSE, 5, vector=vec(3)),  # another tenant, same batch
             StoreQuery("t1", SearchMode.DENSE, 30, vector=vec(7), where=where, score_threshold=0.2),
             StoreQuery("t1", SearchMode.SPARSE, 5, text="beta"),
             StoreQuery("t1", SearchMode.SPARSE, 5, text="   "),  # no words: nothing, not an error
