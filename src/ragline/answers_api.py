@@ -199,10 +199,11 @@ class AnswersAPI:
                      collection: str | None = None, tenant: str | None = None
                      ) -> list[dict[str, Any]]:
         """Top ``k`` chunks by cosine similarity, each with its ``score``."""
-        hits = self.documents.search_vector(self._collection_or_default(collection),
-                                            tenant or self.tenant, list(embedding), None, k)
+        q = SearchQuery(collection=self._collection_or_default(collection),
+                        tenant=tenant or self.tenant, embedding=[float(x) for x in embedding],
+                        mode="dense", limit=k)
         return [{"id": h.id, "text": h.text, "metadata": h.metadata, "score": h.score}
-                for h in hits]
+                for h in self.retrieval.search_sync(q).hits]
 
     def search(self, collection: str, query: str, *, where: dict[str, Any] | None = None,
                limit: int = 10, mode: Mode | None = None, tenant: str | None = None,
