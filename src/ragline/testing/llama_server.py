@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -46,13 +47,16 @@ def llama_server(python: str, *, n_ctx: int = 2048, threads: int = 2,
     cmd = [python, "-m", "llama_cpp.server", "--model", str(gguf_path(python)),
            "--model_alias", MODEL_ALIAS, "--host", "127.0.0.1", "--port", str(port),
            "--n_ctx", str(n_ctx), "--n_threads", str(threads)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # The server logs a lot: to a file, not a pipe nobody reads (a full pipe blocks it).
+    log = tempfile.TemporaryFile()
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"
     try:
         deadline = time.monotonic() + startup_timeout
         while True:
             if proc.poll() is not None:
-                err = proc.stderr.read().decode(errors="replace")[-2000:] if proc.stderr else ""
+                log.seek(0)
+                err = log.read().decode(errors="replace")[-2000:]
                 raise RuntimeError(f"llama.cpp server exited with {proc.returncode}: {err}")
             try:
                 if httpx.get(f"{url}/models", timeout=1).status_code == 200:
@@ -70,6 +74,7 @@ def llama_server(python: str, *, n_ctx: int = 2048, threads: int = 2,
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        log.close()
 
 
 @dataclass
