@@ -35,6 +35,7 @@ from typing import Any
 
 from ragline.facade import Ragline
 from ragline.providers.llms.openai_compat import OpenAIChatModel
+from ragline.services.chat import DECISION_MAX_TOKENS
 from ragline.services.documents import DocumentInput
 from ragline.settings import Settings
 from ragline.testing.llama_server import MODEL_ALIAS, llama_server
@@ -69,13 +70,14 @@ async def run(rl: Ragline, baseline: OpenAIChatModel, turns: int, warmup: int
         # baseline: the same two model calls, nothing else
         t0 = time.perf_counter()
         await baseline.complete([{"role": "user", "content": turn.decision_prompt}],
-                                json_mode=True, max_tokens=256)
+                                json_mode=True, max_tokens=DECISION_MAX_TOKENS)
         first = None
         async for _ in baseline.stream([{"role": "user", "content": turn.prompt}]):
             if first is None:
                 first = (time.perf_counter() - t0) * 1000
         base.append({"first_token_ms": first or 0.0,
                      "total_ms": (time.perf_counter() - t0) * 1000})
+        print(json.dumps({"turn": rows[-1], "baseline": base[-1]}), flush=True)
     out = {k: med([r[k] for r in rows]) for k in rows[0]}
     out["baseline_first_token_ms"] = med([b["first_token_ms"] for b in base])
     out["baseline_total_ms"] = med([b["total_ms"] for b in base])

@@ -48,6 +48,9 @@ from ragline.services.topics import plan_query
 log = logging.getLogger(__name__)
 
 MAX_MESSAGE_CHARS = 8000
+DECISION_MAX_TOKENS = 128
+"""A tool decision is one small JSON object; the cap stops a model that pads JSON-mode
+output with whitespace from running on (seen with small models under a JSON grammar)."""
 
 
 @dataclass
@@ -179,7 +182,7 @@ class ChatService:
         t = time.perf_counter()
         decision_prompt = prompts.tool_decision(describe_tools(tools), rag_context, message)
         raw = await llm.complete([{"role": "user", "content": decision_prompt}],
-                                 json_mode=True, max_tokens=256)
+                                 json_mode=True, max_tokens=DECISION_MAX_TOKENS)
         decision_s = time.perf_counter() - t
         llm_s += decision_s
         timings["decision_ms"] = _ms(decision_s)

@@ -44,37 +44,40 @@ def llama_server(python: str, *, n_ctx: int = 2048, threads: int = 2,
                  startup_timeout: float = 120.0) -> Iterator[str]:
     """Serve SmolLM2 on a free port until the block exits; yields the ``/v1`` base URL."""
     port = free_port()
+    url = f"http://127.0.0.1:{port}/v1"
     cmd = [python, "-m", "llama_cpp.server", "--model", str(gguf_path(python)),
            "--model_alias", MODEL_ALIAS, "--host", "127.0.0.1", "--port", str(port),
            "--n_ctx", str(n_ctx), "--n_threads", str(threads)]
     # The server logs a lot: to a file, not a pipe nobody reads (a full pipe blocks it).
-    log = tempfile.TemporaryFile()
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + startup_timeout
-        while True:
-            if proc.poll() is not None:
-                log.seek(0)
-                err = log.read().decode(errors="replace")[-2000:]
-                raise RuntimeError(f"llama.cpp server exited with {proc.returncode}: {err}")
-            try:
-                if httpx.get(f"{url}/models", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("llama.cpp server did not start in time")
-            time.sleep(0.2)
-        yield url
-    finally:
-        proc.terminate()
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
         try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+            _wait_ready(proc, log, url, startup_timeout)
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _wait_ready(proc: subprocess.Popen[bytes], log: Any, url: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            log.seek(0)
+            err = log.read().decode(errors="replace")[-2000:]
+            raise RuntimeError(f"llama.cpp server exited with {proc.returncode}: {err}")
+        try:
+            if httpx.get(f"{url}/models", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError("llama.cpp server did not start in time")
+        time.sleep(0.2)
 
 
 @dataclass
