@@ -148,5 +148,8 @@ async def test_exhausted_retries_and_connection_errors(server: Server) -> None:
 def test_registered_as_llm_provider_and_scripted_model_is_not() -> None:
     assert registry.get("llms", "openai") is OpenAIChatModel
     assert "scripted" not in registry.names("llms")
+    assert {"fetch_url", "search_knowledge_base"} <= set(registry.names("tools"))
+    tools = {t["name"]: t for t in registry.describe()["tools"]}
+    assert tools["fetch_url"]["schema"]["required"] == ["url"]
     schema = OpenAIChatModel.connection_schema()
     assert {"base_url", "model", "api_key", "timeout"} <= set(schema["properties"])
