@@ -83,7 +83,8 @@ class OpenAIEmbedder:
         # retries are off: ragline.providers.retry retries transient failures only.
         # ``transport`` (tests) is an httpx transport of the SDK's HTTP library.
         self._sdk = openai.OpenAI(
-            base_url=self._base, api_key=key.get_secret_value() if key else "",
+            # No key (local servers): a placeholder, which they ignore; the SDK needs one.
+            base_url=self._base, api_key=(key.get_secret_value() if key else "") or "none",
             max_retries=0, timeout=self.config.timeout,
             http_client=httpx2.Client(transport=transport) if transport else None)
         self.retrier = Retrier(
