@@ -3,14 +3,12 @@ server provider in qdrant-client's local mode (the only Qdrant offline here)."""
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from pydantic import SecretStr
 
 from ragline.api.app import create_app
 from ragline.errors import InvalidInput
@@ -29,7 +27,7 @@ def postgres_dsn() -> Iterator[str]:
 
 def _settings(tmp_path: Path, store: str, config: dict[str, object]) -> Settings:
     return Settings(data_dir=tmp_path / "data", store=store,  # type: ignore[call-arg]
-                    store_config=SecretStr(json.dumps(config)), _env_file=None)
+                    store_options=config, _env_file=None)
 
 
 def _exercise(client: TestClient) -> None:
@@ -62,5 +60,5 @@ def test_api_on_qdrant_local_mode(tmp_path: Path) -> None:
 def test_bad_store_config_names_fields_not_values(tmp_path: Path) -> None:
     s = _settings(tmp_path, "pgvector", {"dsn": "postgresql://u:sekret@h/db", "pool_size": 0})
     with pytest.raises(InvalidInput) as info:
-        Ragline(s)
+        Ragline(s).start()
     assert "pool_size" in info.value.message and "sekret" not in info.value.message
