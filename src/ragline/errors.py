@@ -20,7 +20,8 @@ way. Storage and services raise these; they never import FastAPI.
     ├── PayloadTooLarge               413  payload_too_large
     ├── ServiceUnavailable            503  service_unavailable
     │   ├── StoreUnavailable          503  store_unavailable
-    │   └── ModelNotLoaded            503  model_not_loaded
+    │   ├── ModelNotLoaded            503  model_not_loaded
+    │   └── IngestCancelled           503  ingestion_cancelled
     ├── ProviderError                 502  provider_error
     ├── StoreError                    500  store_error
     ├── ModelLoadError                500  model_load_failed
@@ -125,6 +126,12 @@ class StoreUnavailable(ServiceUnavailable):
 
 class ModelNotLoaded(ServiceUnavailable):
     code = "model_not_loaded"
+
+
+class IngestCancelled(ServiceUnavailable):
+    """An ingestion run was asked to stop (shutdown); what was committed stays committed."""
+
+    code = "ingestion_cancelled"
 
 
 class ProviderError(RaglineError):

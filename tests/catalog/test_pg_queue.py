@@ -117,18 +117,18 @@ def test_a_killed_workers_job_is_retried_by_another(dsn: str, schema: str,
     assert _runs(dsn, schema) == [(7, rescuer.pid)]  # the killed run never finished
 
 
-def test_lease_fencing_and_attempt_limit(queue: JobQueue) -> None:
+def test_lease_fencing_and_attempt_limit(dsn: str, queue: JobQueue) -> None:
     job = queue.enqueue("record", {"n": 1}, max_attempts=2)
     first = queue.claim("a")
     assert first is not None and first.attempt == 1
     assert queue.claim("b") is None  # leased: nobody else gets it
-    with psycopg.connect(queue.pool.conninfo) as conn:  # let the lease run out
+    with psycopg.connect(dsn) as conn:  # let the lease run out
         conn.execute(sql.SQL("UPDATE {} SET lease_until = now() - interval '1 s'").format(
             queue.table))
     second = queue.claim("b")
     assert second is not None and second.attempt == 2
     assert not queue.heartbeat(first) and not queue.complete(first)  # a's lease is gone
-    with psycopg.connect(queue.pool.conninfo) as conn:
+    with psycopg.connect(dsn) as conn:
         conn.execute(sql.SQL("UPDATE {} SET lease_until = now() - interval '1 s'").format(
             queue.table))
     assert queue.claim("c") is None  # no attempts left

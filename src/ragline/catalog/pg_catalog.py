@@ -47,7 +47,8 @@ class PgCatalog:
 
     def _one(self, stmt: sql.Composed, params: Any) -> dict[str, Any] | None:
         with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-            return cur.execute(stmt, params).fetchone()
+            row: dict[str, Any] | None = cur.execute(stmt, params).fetchone()
+        return row
 
     def create_collection(
         self, name: str, metadata: dict[str, Any], shard: str, dimension: int | None,

