@@ -21,6 +21,7 @@ from ragline.api.routes import (
     documents,
     health,
     ingestion,
+    keys,
     rag_ingest,
     rerank,
     search,
@@ -53,6 +54,6 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
                   description="Self-hosted RAG backend: collections, documents, search.")
     errors.install(app)
     for module in (health, collections, documents, search, ingestion, context, rag_ingest,
-                   rerank):
+                   rerank, keys):
         app.include_router(module.router)
     return app
