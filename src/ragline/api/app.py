@@ -14,7 +14,7 @@ import anyio.to_thread
 from fastapi import FastAPI
 
 from ragline import __version__
-from ragline.api import errors
+from ragline.api import console, errors
 from ragline.api.routes import (
     collections,
     context,
@@ -53,4 +53,5 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
     for module in (health, collections, documents, search, ingestion, context, rag_ingest,
                    rerank):
         app.include_router(module.router)
+    console.install(app)
     return app
