@@ -7,6 +7,7 @@ its thread pool, so store and model work never blocks the event loop.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -54,4 +55,14 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
                    rerank):
         app.include_router(module.router)
     console.install(app)
+    _install_mcp(app)
     return app
+
+
+def _install_mcp(app: FastAPI) -> None:
+    """``/mcp`` when the ``mcp`` package is installed (extra ``ragline[mcp]``)."""
+    if importlib.util.find_spec("mcp") is None:
+        return
+    from ragline.mcp_server import http as mcp_http
+
+    mcp_http.install(app)

@@ -23,9 +23,11 @@ log = logging.getLogger("ragline")
 def _register_subcommands() -> None:
     from ragline.cli.eval_cmd import eval_app
     from ragline.cli.ingest_cmd import ingest
+    from ragline.cli.mcp_cmd import mcp
 
     app.add_typer(eval_app, name="eval")
     app.command("ingest")(ingest)
+    app.command("mcp")(mcp)
 
 
 def _cross_encoder_help() -> str:

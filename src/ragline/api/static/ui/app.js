@@ -461,11 +461,21 @@ function showResults(r) {
   }));
 }
 
+const SCALES = {
+  dense: "cosine similarity of the query and chunk embeddings",
+  sparse: "BM25 keyword score",
+  "hybrid:rrf": "reciprocal-rank fusion of the dense and BM25 rankings (sum of 1/(k + rank))",
+  "hybrid:dbsf": "distribution-based fusion (dense and BM25 scores normalised, then added)",
+  hybrid: "fusion of the dense and BM25 candidates",
+};
+
 function scoreExplanation(r, hit) {
-  const stages = (r.stages || []).join(" → ") || r.mode;
-  const scale = { dense: "cosine similarity", sparse: "BM25", hybrid: "fused rank score" }[r.mode] || r.mode;
-  const last = (r.stages || []).includes("rerank") ? "cross-encoder score" : scale;
-  return `Score ${hit.score.toFixed(4)}: ${last}${(r.stages || []).includes("boost") ? " plus metadata boosts" : ""} (stages: ${stages}).`;
+  const stages = r.stages || [];
+  const first = stages.find(s => s.startsWith(r.mode)) || r.mode;
+  let text = SCALES[first] || SCALES[r.mode] || r.mode;
+  if (stages.includes("rerank")) text = "cross-encoder relevance (reranked " + first + " candidates)";
+  if (stages.includes("boost")) text += ", plus metadata boosts";
+  return `Score ${hit.score.toFixed(4)}: ${text}. Stages: ${stages.join(" → ") || r.mode}.`;
 }
 
 // ---------------------------------------------------------------- context
@@ -489,9 +499,8 @@ async function renderContext([collection, id]) {
         onclick: () => go(ctx.next_chunk_id) }, "Next chunk ▶"),
       parent ? h("button", { type: "button", id: "show-lesson",
         onclick: () => showLesson(collection, parent, lessonBox) }, "Whole source") : null),
-    chunkEl(ctx.prev, "prev", "previous"),
-    chunkEl(ctx.chunk, "current", "this hit"),
-    chunkEl(ctx.next, "next", "next"),
+    ...[chunkEl(ctx.prev, "prev", "previous"), chunkEl(ctx.chunk, "current", "this hit"),
+      chunkEl(ctx.next, "next", "next")].filter(Boolean),
     lessonBox);
   $("#h-context").focus?.();
 }
@@ -500,7 +509,7 @@ async function showLesson(collection, parent, box) {
   const l = await api(`/lesson/${parent.split("/").map(enc).join("/")}?collection=${enc(collection)}`);
   box.replaceChildren(h("h2", {}, `${l.title || parent} (${l.total_chunks} chunks)`),
     h("p", { class: "muted" }, l.source_path || ""),
-    h("pre", { class: "lesson-text" }, l.text));
+    h("div", { class: "lesson-text" }, l.text));
   box.scrollIntoView({ block: "start" });
 }
 
