@@ -19,6 +19,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ragline.errors import RaglineError
@@ -65,7 +66,7 @@ async def _error(send: Send, status: int, code: str, message: str) -> None:
 def install(app: FastAPI) -> None:
     """Add ``/mcp`` to ``app`` and run the MCP session manager inside its lifespan."""
     endpoint = _McpEndpoint(app)
-    app.router.add_route(PATH, endpoint, include_in_schema=False)
+    app.router.routes.append(Route(PATH, endpoint=endpoint))  # an ASGI app: every method
     inner = app.router.lifespan_context
 
     @asynccontextmanager

@@ -12,8 +12,8 @@ so an agent can read and correct them.
 from __future__ import annotations
 
 import json
-from contextvars import ContextVar
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from typing import Annotated, Any, Literal, TypeVar
 
 import anyio.to_thread
