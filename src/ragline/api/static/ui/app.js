@@ -753,7 +753,7 @@ async function renderProviders() {
   await loadEnvironment();
   const hh = state.health || {};
   const store = hh.store || {};
-  $("#health").replaceChildren(h("h2", {}, "Server health"),
+  $("#health").replaceChildren(...[h("h2", {}, "Server health"),
     h("dl", { class: "stats" },
       h("div", {}, h("dt", {}, "Status"), h("dd", {}, h("span", { class: "badge " + (hh.status === "healthy" ? "ok" : "bad") }, hh.status || "unknown"))),
       h("div", {}, h("dt", {}, "Version"), h("dd", {}, hh.version || "")),
@@ -762,7 +762,7 @@ async function renderProviders() {
       h("div", {}, h("dt", {}, "Storage"), h("dd", {}, fmtBytes(hh.storage_bytes))),
       h("div", {}, h("dt", {}, "Cross-encoder"), h("dd", {}, hh.cross_encoder ? (hh.cross_encoder.model || hh.cross_encoder.status || "loaded") : "none")),
       h("div", {}, h("dt", {}, "Chat"), h("dd", {}, hasChat() ? "available" : "not available"))),
-    store.error ? h("p", { class: "error" }, store.error) : null);
+    store.error ? h("p", { class: "error" }, store.error) : null].filter(Boolean));
   const prov = state.providers || {};
   $("#providers").replaceChildren(...Object.entries(prov).map(([kind, list]) => h("section", { class: "card" },
     h("h2", {}, kind),
