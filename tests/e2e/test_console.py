@@ -281,3 +281,21 @@ def test_text_ingest_and_collection_admin(console: Console, server: LiveServer) 
     page.wait_for_selector("#collections-table tbody tr[data-name=scratch]", state="detached")
     assert httpx.get(f"{server.url}/collections/scratch").status_code == 404
     assert console.errors == []
+
+
+def test_every_api_call_carries_the_key(console: Console) -> None:
+    """Auth is off today, but the console must already send the key it was given."""
+    sent: list[tuple[str, str | None]] = []
+    console.page.on("request", lambda r: sent.append((r.url, r.headers.get("authorization"))))
+    console.sign_in("rk_test_123")
+    console.open("search")
+    console.open("ingest")
+    console.open("providers")
+    api_calls = [(u, a) for u, a in sent if not u.split("?")[0].rstrip("/").endswith("/ui")
+                 and "/ui/" not in u]
+    assert len(api_calls) >= 6
+    assert all(a == "Bearer rk_test_123" for _, a in api_calls), api_calls
+    assert console.page.evaluate("sessionStorage.getItem('ragline.apiKey')") == "rk_test_123"
+    console.page.click("#signout")
+    console.page.wait_for_selector("#page-signin h1", state="visible")
+    assert console.page.evaluate("sessionStorage.getItem('ragline.apiKey')") is None
