@@ -299,3 +299,27 @@ def test_every_api_call_carries_the_key(console: Console) -> None:
     console.page.click("#signout")
     console.page.wait_for_selector("#page-signin h1", state="visible")
     assert console.page.evaluate("sessionStorage.getItem('ragline.apiKey')") is None
+
+
+def test_directory_job_progress_and_history(console: Console, server: LiveServer) -> None:
+    console.sign_in()
+    console.open("ingest")
+    page = console.page
+    page.fill("#dir-path", str(BOOK))
+    page.fill("#dir-collection", "book_copy")
+    page.click("#dir-form button[type=submit]")
+    page.wait_for_selector("#progress[data-state=done]", timeout=90_000)
+    stats = page.inner_text("#progress-stats")
+    assert "Files" in stats and "Texts embedded" in stats
+    jobs = httpx.get(f"{server.url}/ingestion/status", params={"collection": "book_copy"}).json()
+    job = jobs["jobs"][0]
+    assert job["status"] == "succeeded" and job["files_seen"] > 0
+    assert job["job_id"][:8] in page.inner_text("#progress-label")
+    page.wait_for_selector(f"#jobs-table tbody tr:has-text('{job['job_id'][:8]}')")
+    console.shot("directory-job")
+    # a bad path is refused with the server's reason, shown where the progress was
+    page.fill("#dir-path", "/definitely/not/here")
+    page.click("#dir-form button[type=submit]")
+    page.wait_for_selector("#progress[data-state=failed]")
+    assert page.inner_text("#progress-error").strip()
+    assert all("400" in e for e in console.errors), console.errors
