@@ -296,8 +296,9 @@ async function renderCollections() {
     h("td", { text: c.embedding_provider ? `${c.embedding_provider}${c.embedding_model ? " · " + c.embedding_model : ""}` : "pre-computed" }),
     h("td", { text: fmtTime(c.updated_at) }),
     h("td", { class: "actions" },
-      h("button", { type: "button", class: "secondary small", onclick: () => editMetadata(c),
-        "aria-label": `Edit metadata of ${c.name}` }, "Metadata"),
+      isAdmin() ? h("button", { type: "button", class: "secondary small",
+        onclick: () => editMetadata(c), "aria-label": `Edit metadata of ${c.name}` },
+      "Metadata") : null,
       h("button", { type: "button", class: "danger small", onclick: () => emptyCollection(c),
         "aria-label": `Empty ${c.name}` }, "Empty"),
       isAdmin() ? h("button", { type: "button", class: "danger small",
@@ -456,6 +457,7 @@ function showResults(r) {
       h("p", { class: "help" }, scoreExplanation(r, hit)),
       h("details", {}, h("summary", {}, "Metadata"), h("pre", {}, JSON.stringify(m, null, 2))),
       h("button", { type: "button", class: "secondary small open-context",
+        "aria-label": `Open result ${i + 1} in context`,
         onclick: () => { location.hash = `#/context/${enc(r.collection)}/${enc(hit.id)}`; } },
       "Open in context"));
   }));
