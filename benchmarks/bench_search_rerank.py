@@ -39,7 +39,7 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=40)
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    rl = Ragline(Settings(data_dir=Path(args.data_dir)))
+    rl = Ragline(Settings(data_dir=Path(args.data_dir))).start()
     with tempfile.TemporaryDirectory() as tmp:
         path = build_random_cross_encoder(Path(tmp) / "ce", MINILM_L6)
         rl.cross_encoder = CrossEncoderReranker.from_source(
@@ -51,12 +51,12 @@ def main() -> None:
                           "rerank_candidates": 10}),
                           ("hybrid + rerank 50", {"rerank": True, "rerank_candidates": 50})]:
             for q in qs[:3]:  # warm-up (also fills the query-embedding cache for every row)
-                rl.retrieval.search_sync(SearchQuery(args.collection, rl.tenant, query=q, **kw))
+                rl.services.retrieval.search_sync(SearchQuery(args.collection, rl.tenant, query=q, **kw))
             lat = []
             for q in qs:
-                rl.retrieval.search_sync(SearchQuery(args.collection, rl.tenant, query=q))
+                rl.services.retrieval.search_sync(SearchQuery(args.collection, rl.tenant, query=q))
                 t = time.perf_counter()
-                res = rl.retrieval.search_sync(SearchQuery(args.collection, rl.tenant,
+                res = rl.services.retrieval.search_sync(SearchQuery(args.collection, rl.tenant,
                                                            query=q, **kw))
                 lat.append((time.perf_counter() - t) * 1000)
             rows.append((label, statistics.median(lat), pct(lat, 95), res.stages))
