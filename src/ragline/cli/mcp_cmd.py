@@ -27,7 +27,7 @@ def mcp(
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
-        from ragline.mcp_server.auth import resolve_tenant
+        from ragline.mcp_server.auth import resolve_principal
         from ragline.mcp_server.server import build_server
     except ImportError as exc:
         typer.echo(f"ragline mcp needs the 'mcp' package: pip install 'ragline[mcp]' ({exc})",
@@ -36,9 +36,6 @@ def mcp(
     from ragline.cli.main import build_settings
     from ragline.facade import Ragline
 
-    rl = Ragline(build_settings(data_dir))
-    try:
-        server = build_server(lambda: rl, resolve_tenant(rl, api_key))
+    with Ragline(build_settings(data_dir)) as rl:
+        server = build_server(lambda: rl, resolve_principal(rl, api_key))
         server.run("stdio")
-    finally:
-        rl.close()

@@ -1,13 +1,15 @@
 """Who an MCP caller is, from the same API key headers as the HTTP API.
 
-Until API keys exist on the server every caller is the default tenant, as on
-the HTTP API; a key sent today is accepted and ignored.
+Until API keys exist on the server every caller is the data directory's owner,
+as on the HTTP API (``ragline.api.deps.get_caller``); a key sent today is
+accepted and ignored.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ragline.core.principal import Principal
 from ragline.facade import Ragline
 
 
@@ -19,6 +21,6 @@ def key_from_headers(headers: Mapping[str, str]) -> str | None:
     return headers.get("x-api-key", "").strip() or None
 
 
-def resolve_tenant(rl: Ragline, key: str | None) -> str:
-    """The tenant of ``key``; raises ``AuthenticationError`` for a refused key."""
-    return rl.tenant
+def resolve_principal(rl: Ragline, key: str | None) -> Principal:
+    """The principal of ``key``; raises ``AuthenticationError`` for a refused key."""
+    return rl.owner()

@@ -6,8 +6,8 @@ would never run). Stateless mode: every POST is self-contained, so any number
 of server processes can answer and nothing is kept per client.
 
 Every request is authenticated here with the same API key headers as the HTTP
-API (``Authorization: Bearer KEY`` or ``X-API-Key: KEY``); the resolved tenant
-is left in the ASGI scope's state, where the tools read it.
+API (``Authorization: Bearer KEY`` or ``X-API-Key: KEY``); the resolved caller
+(a ``Principal``) is left in the ASGI scope's state, where the tools read it.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from starlette.types import Receive, Scope, Send
 
 from ragline.errors import RaglineError
 from ragline.facade import Ragline
-from ragline.mcp_server.auth import key_from_headers, resolve_tenant
+from ragline.mcp_server.auth import key_from_headers, resolve_principal
 from ragline.mcp_server.server import PRINCIPAL_STATE, build_server
 
 PATH = "/mcp"
@@ -45,11 +45,11 @@ class _McpEndpoint:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1")
                    for k, v in scope.get("headers", [])}
         try:
-            tenant = resolve_tenant(rl, key_from_headers(headers))
+            caller = resolve_principal(rl, key_from_headers(headers))
         except RaglineError as exc:
             await _error(send, exc.status, exc.code, exc.message)
             return
-        scope.setdefault("state", {})[PRINCIPAL_STATE] = tenant
+        scope.setdefault("state", {})[PRINCIPAL_STATE] = caller
         await self.transport(scope, receive, send)
 
 

@@ -3,7 +3,7 @@
 One server definition serves both transports. Who is calling is decided per
 message: over HTTP from the API key the request carried (resolved by
 ``http.install`` and left on the request's state, read by a middleware), over
-stdio from the tenant given to ``build_server`` (``ragline mcp``: the local
+stdio from the principal given to ``build_server`` (``ragline mcp``: the local
 process owns the data directory). Tools report expected failures (a bad
 filter, an unknown collection) as MCP tool errors carrying ragline's message,
 so an agent can read and correct them.
@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
+from dataclasses import asdict
 from typing import Annotated, Any, Literal, TypeVar
 
 import anyio.to_thread
@@ -23,14 +24,20 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from pydantic import Field
 
 from ragline import __version__
-from ragline.errors import NotFound, PayloadTooLarge, RaglineError
-from ragline.facade import Ragline
-from ragline.mcp_server import calls
+from ragline.core.principal import Principal
+from ragline.errors import NotFound, RaglineError
+from ragline.facade import (
+    CollectionView,
+    IngestOutcome,
+    IngestSource,
+    Ragline,
+    SearchRequest,
+)
 
 T = TypeVar("T")
 
-PRINCIPAL_STATE = "ragline_tenant"
-"""Key under the ASGI scope's ``state`` where the HTTP transport leaves the caller's tenant."""
+PRINCIPAL_STATE = "ragline_principal"
+"""Key under the ASGI scope's ``state`` where the HTTP transport leaves the caller."""
 
 INSTRUCTIONS = (
     "ragline is a retrieval backend. Use list_collections to see what can be searched, "
@@ -40,24 +47,23 @@ INSTRUCTIONS = (
 )
 
 
-_tenant: ContextVar[str | None] = ContextVar("ragline_mcp_tenant", default=None)
+_caller: ContextVar[Principal | None] = ContextVar("ragline_mcp_caller", default=None)
 
 
-class _TenantMiddleware:
-    """Puts the caller's tenant (left by the HTTP transport on the request) in a ContextVar.
+class _CallerMiddleware:
+    """Puts the caller (left by the HTTP transport on the request's state) in a ContextVar.
 
     Handlers run inside ``call_next``, so tools and resources (static ones get
-    no ``Context``) read the caller from ``_tenant`` whatever their signature.
+    no ``Context``) read the caller from ``_caller`` whatever their signature.
     """
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
-        request = ctx.request
-        state = getattr(request, "scope", {}).get("state") or {}
-        token = _tenant.set(state.get(PRINCIPAL_STATE))
+        state = getattr(ctx.request, "scope", {}).get("state") or {}
+        token = _caller.set(state.get(PRINCIPAL_STATE))
         try:
             return await call_next(ctx)
         finally:
-            _tenant.reset(token)
+            _caller.reset(token)
 
 
 async def _run(fn: Callable[[], Awaitable[T]]) -> T:
@@ -68,18 +74,32 @@ async def _run(fn: Callable[[], Awaitable[T]]) -> T:
         raise ToolError(f"{exc.code}: {exc.message}") from exc
 
 
-def build_server(get_rl: Callable[[], Ragline], default_tenant: str | None = None) -> MCPServer:
-    """The MCP server; ``get_rl`` is called per request (the app builds the facade late)."""
+async def _blocking(fn: Callable[[], T]) -> T:
+    return await anyio.to_thread.run_sync(fn)
+
+
+def _collection(c: CollectionView) -> dict[str, Any]:
+    return {"name": c.name, "metadata": c.metadata, "dimension": c.dimension,
+            "embedding_provider": c.embedding_provider, "embedding_model": c.embedding_model,
+            "count": c.count}
+
+
+def _ingested(outcome: IngestOutcome) -> dict[str, Any]:
+    if outcome.document is not None:
+        return asdict(outcome.document)
+    assert outcome.job is not None
+    return {"job_id": outcome.job.id, "status": outcome.job.status}
+
+
+def build_server(get_rl: Callable[[], Ragline], caller: Principal | None = None) -> MCPServer:
+    """The MCP server. ``get_rl`` is called per request (the app starts the facade late);
+    ``caller`` is who stdio callers are (HTTP callers come from their key)."""
     mcp: MCPServer = MCPServer("ragline", version=__version__, instructions=INSTRUCTIONS,
                                log_level="WARNING")
+    mcp.middleware.append(_CallerMiddleware())
 
-    mcp.middleware.append(_TenantMiddleware())
-
-    def who() -> str:
-        return _tenant.get() or default_tenant or get_rl().tenant
-
-    async def blocking(fn: Callable[[], T]) -> T:
-        return await anyio.to_thread.run_sync(fn)
+    def who() -> Principal:
+        return _caller.get() or caller or get_rl().owner()
 
     @mcp.tool()
     async def search(
@@ -99,9 +119,18 @@ def build_server(get_rl: Callable[[], Ragline], default_tenant: str | None = Non
             description="Add surrounding text to each hit.")] = "none",
     ) -> dict[str, Any]:
         """Search a collection; returns hits with id, score, text and metadata."""
-        tenant = who()
-        return await _run(lambda: calls.search(get_rl(), tenant, query, collection, mode,
-                                               where, limit, rerank, expand))
+        request = SearchRequest(collection=collection, query=query, mode=mode,
+                                where=where, limit=limit, rerank=rerank, expand=expand)
+        rl, me = get_rl(), who()
+        res = await _run(lambda: rl.search(me, request))
+        out: dict[str, Any] = {
+            "collection": res.collection, "mode": res.mode, "stages": res.stages,
+            "took_ms": round(res.took_ms, 2),
+            "results": [{"id": h.id, "score": h.score, "text": h.text, "metadata": h.metadata,
+                         **h.context} for h in res.hits]}
+        if res.warnings:
+            out["warnings"] = res.warnings
+        return out
 
     @mcp.tool()
     async def get_context(
@@ -111,9 +140,9 @@ def build_server(get_rl: Callable[[], Ragline], default_tenant: str | None = Non
             ge=1, le=20, description="Chunks on each side (default 1).")] = None,
     ) -> dict[str, Any]:
         """The chunk with its previous and next chunks, in reading order."""
-        tenant = who()
-        return await _run(lambda: blocking(
-            lambda: calls.context(get_rl(), tenant, chunk_id, collection, window)))
+        rl, me = get_rl(), who()
+        return await _run(lambda: _blocking(
+            lambda: rl.context(me, chunk_id, collection, window)))
 
     @mcp.tool()
     async def get_source(
@@ -122,16 +151,15 @@ def build_server(get_rl: Callable[[], Ragline], default_tenant: str | None = Non
         collection: Annotated[str | None, Field(description="Collection of the source.")] = None,
     ) -> dict[str, Any]:
         """A whole source document: its chunks in order and the joined text."""
-        tenant = who()
-        return await _run(lambda: blocking(
-            lambda: calls.source(get_rl(), tenant, source_id, collection)))
+        rl, me = get_rl(), who()
+        return await _run(lambda: _blocking(lambda: rl.lesson(me, source_id, collection)))
 
     @mcp.tool()
     async def list_collections() -> dict[str, Any]:
         """Collections with their document counts (as the caller sees them)."""
-        tenant = who()
-        items = await _run(lambda: blocking(lambda: calls.list_collections(get_rl(), tenant)))
-        return {"collections": items, "count": len(items)}
+        rl, me = get_rl(), who()
+        items = await _run(lambda: _blocking(lambda: rl.list_collections(me)))
+        return {"collections": [_collection(c) for c in items], "count": len(items)}
 
     @mcp.tool()
     async def ingest_text(
@@ -139,23 +167,18 @@ def build_server(get_rl: Callable[[], Ragline], default_tenant: str | None = Non
         title: Annotated[str | None, Field(description="A title for the source.")] = None,
     ) -> dict[str, Any]:
         """Add a text to the knowledge base (the default collection); same text = no-op."""
-        tenant = who()
-        rl = get_rl()
-        if not text.strip():
-            raise ToolError("invalid_request: 'text' must not be empty")
-        size = len(text.encode("utf-8"))
-        if size > rl.settings.max_upload_bytes:
-            raise ToolError(f"{PayloadTooLarge.code}: Text too large: {size} bytes (limit "
-                            f"{rl.settings.max_upload_bytes} bytes)")
-        return await _run(lambda: blocking(lambda: calls.ingest_text(rl, tenant, text, title)))
+        rl, me = get_rl(), who()
+        src = IngestSource(kind="text", text=text, title=title, trigger="mcp")
+        return _ingested(await _run(lambda: _blocking(lambda: rl.ingest(me, src, wait=True))))
 
     @mcp.tool()
     async def ingest_url(
         url: Annotated[str, Field(min_length=1, description="An http(s) URL to fetch.")],
     ) -> dict[str, Any]:
         """Fetch a web page or document and add it to the knowledge base."""
-        tenant = who()
-        return await _run(lambda: blocking(lambda: calls.ingest_url(get_rl(), tenant, url.strip())))
+        rl, me = get_rl(), who()
+        src = IngestSource(kind="url", url=url, trigger="mcp")
+        return _ingested(await _run(lambda: _blocking(lambda: rl.ingest(me, src, wait=True))))
 
     _add_ask(mcp, get_rl, who)
     _add_resources(mcp, get_rl, who)
@@ -163,7 +186,7 @@ def build_server(get_rl: Callable[[], Ragline], default_tenant: str | None = Non
 
 
 def _add_ask(mcp: MCPServer, get_rl: Callable[[], Ragline],
-             who: Callable[[], str]) -> None:
+             who: Callable[[], Principal]) -> None:
     """``ask`` exists only when the facade can answer (an LLM is configured)."""
     rl = get_rl()
     chat = getattr(rl, "chat", None)
@@ -175,12 +198,13 @@ def _add_ask(mcp: MCPServer, get_rl: Callable[[], Ragline],
         question: Annotated[str, Field(min_length=1, description="A question to answer.")],
     ) -> dict[str, Any]:
         """Answer a question from the knowledge base, with cited sources."""
-        tenant = who()
-        return await _run(lambda: anyio.to_thread.run_sync(lambda: chat(tenant, question)))
+        me = who()
+        result: dict[str, Any] = await _run(lambda: _blocking(lambda: chat(me, question)))
+        return result
 
 
 def _add_resources(mcp: MCPServer, get_rl: Callable[[], Ragline],
-                   who: Callable[[], str]) -> None:
+                   who: Callable[[], Principal]) -> None:
     async def read(fn: Callable[[], Any]) -> str:
         try:
             value = await anyio.to_thread.run_sync(fn)
@@ -193,22 +217,22 @@ def _add_resources(mcp: MCPServer, get_rl: Callable[[], Ragline],
     @mcp.resource("ragline://collections", mime_type="application/json",
                   description="Every collection with its document count.")
     async def collections() -> str:
-        tenant = who()
-        return await read(lambda: calls.list_collections(get_rl(), tenant))
+        me = who()
+        return await read(lambda: [_collection(c) for c in get_rl().list_collections(me)])
 
     @mcp.resource("ragline://collections/{name}", mime_type="application/json",
                   description="One collection: metadata, embedding settings, count.")
     async def collection(name: str) -> str:
-        tenant = who()
-        return await read(lambda: calls.collection_view(get_rl(), tenant, name))
+        me = who()
+        return await read(lambda: _collection(get_rl().get_collection(me, name)))
 
     @mcp.resource("ragline://sources/{collection}/{+source_id}", mime_type="text/plain",
                   description="The full text of one source document of a collection.")
     async def source(collection: str, source_id: str) -> str:
-        tenant = who()
+        me = who()
         try:
             lesson = await anyio.to_thread.run_sync(
-                lambda: calls.source(get_rl(), tenant, source_id, collection))
+                lambda: get_rl().lesson(me, source_id, collection))
         except NotFound as exc:
             raise ResourceNotFoundError(exc.message) from exc
         except RaglineError as exc:
