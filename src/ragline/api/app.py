@@ -65,6 +65,6 @@ def _install_mcp(app: FastAPI) -> None:
     """``/mcp`` when the ``mcp`` package is installed (extra ``ragline[mcp]``)."""
     if importlib.util.find_spec("mcp") is None:
         return
-    from ragline.mcp_server import http as mcp_http
+    from ragline.api.mcp_server import http as mcp_http
 
     mcp_http.install(app)

@@ -27,8 +27,8 @@ def mcp(
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
-        from ragline.mcp_server.auth import resolve_principal
-        from ragline.mcp_server.server import build_server
+        from ragline.api.mcp_server.auth import resolve_principal
+        from ragline.api.mcp_server.server import build_server
     except ImportError as exc:
         typer.echo(f"ragline mcp needs the 'mcp' package: pip install 'ragline[mcp]' ({exc})",
                    err=True)

@@ -22,10 +22,10 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from ragline.api.mcp_server.auth import key_from_headers, resolve_principal
+from ragline.api.mcp_server.server import PRINCIPAL_STATE, build_server
 from ragline.errors import RaglineError
 from ragline.facade import Ragline
-from ragline.mcp_server.auth import key_from_headers, resolve_principal
-from ragline.mcp_server.server import PRINCIPAL_STATE, build_server
 
 PATH = "/mcp"
 
