@@ -1,0 +1,102 @@
+"""Tenant scoping through ``/mcp``: the key on the request decides what a caller sees.
+
+API keys are not stored by the server yet, so the key → principal lookup the
+transport calls (``resolve_principal``) is replaced here by a fixed table; the
+rest is real: uvicorn, the app, the transport, the tools and the facade.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from ragline.core.principal import Principal, Role
+from ragline.errors import AuthenticationError
+from ragline.facade import Ragline
+from ragline.settings import Settings
+from ragline.testing.server import serve_in_thread
+
+mcp = pytest.importorskip("mcp", reason="the MCP tests need the 'mcp' package (ragline[mcp])")
+httpx2 = pytest.importorskip("httpx2")
+
+from mcp import Client  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+
+from ragline.api.app import create_app  # noqa: E402
+from ragline.api.mcp_server import http as mcp_http  # noqa: E402
+
+KEYS = {"key-a": Principal(tenant="tenant-a", role=Role.USER, key_id="a"),
+        "key-b": Principal(tenant="tenant-b", role=Role.USER, key_id="b")}
+SECRET = "The vault combination of tenant A is seven left, three right."
+
+
+def lookup(rl: Ragline, key: str | None) -> Principal:
+    if key not in KEYS:
+        raise AuthenticationError("Invalid or missing API key")
+    return KEYS[key]
+
+
+@pytest.fixture
+def url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    monkeypatch.setattr(mcp_http, "resolve_principal", lookup)
+    app = create_app(Settings(data_dir=tmp_path / "data", _env_file=None))  # type: ignore[call-arg]
+    with serve_in_thread(app) as base:
+        yield base
+
+
+@asynccontextmanager
+async def client(url: str, **headers: str) -> AsyncIterator[Client]:
+    async with httpx2.AsyncClient(headers=headers, timeout=60) as http, \
+            Client(streamable_http_client(url + "/mcp", http_client=http)) as c:
+        yield c
+
+
+def ok(result: Any) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    out: dict[str, Any] = result.structured_content
+    return out
+
+
+async def test_a_key_sees_only_its_tenants_data(url: str) -> None:
+    async with client(url, authorization="Bearer key-a") as a:
+        ok(await a.call_tool("ingest_text", {"text": SECRET, "title": "Vault"}))
+        hits = ok(await a.call_tool("search", {"query": "vault combination"}))["results"]
+        assert hits and "seven left" in hits[0]["text"]
+        chunk_id, source_id = hits[0]["id"], hits[0]["metadata"]["parent_doc_id"]
+        cols = ok(await a.call_tool("list_collections", {}))["collections"]
+        assert [(c["name"], c["count"]) for c in cols] == [("knowledge", 1)]
+
+    # the other header form, another tenant
+    async with client(url, **{"x-api-key": "key-b"}) as b:
+        cols = ok(await b.call_tool("list_collections", {}))["collections"]
+        assert [(c["name"], c["count"]) for c in cols] == [("knowledge", 0)]
+        assert ok(await b.call_tool("search", {"query": "vault combination"}))["results"] == []
+        by_id = await b.call_tool("get_context", {"chunk_id": chunk_id})
+        assert by_id.is_error and "not found" in by_id.content[0].text.lower()
+        by_source = await b.call_tool("get_source", {"source_id": source_id})
+        assert by_source.is_error
+        listed = await b.read_resource("ragline://collections")
+        assert '"count": 0' in listed.contents[0].text
+        # b's own text stays b's
+        ok(await b.call_tool("ingest_text", {"text": "Tenant B keeps bees on the roof."}))
+        assert ok(await b.call_tool("search", {"query": "bees"}))["results"]
+
+    async with client(url, authorization="Bearer key-a") as a:
+        texts = [h["text"] for h in ok(await a.call_tool("search", {"query": "bees roof"}))
+                 ["results"]]
+        assert all("bees" not in t for t in texts)
+
+
+def test_a_refused_key_is_401_before_any_mcp_message(url: str) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    headers = {"accept": "application/json, text/event-stream"}
+    for extra in ({}, {"authorization": "Bearer nope"}, {"x-api-key": "nope"}):
+        r = httpx.post(url + "/mcp", json=body, headers={**headers, **extra})
+        assert r.status_code == 401
+        assert r.json()["error"] == "unauthorized"
+        assert r.headers["www-authenticate"] == "Bearer"
