@@ -485,7 +485,13 @@ async function renderContext([collection, id]) {
   const box = $("#context-body");
   box.replaceChildren(h("p", { class: "muted" }, "Loading…"));
   $("#context-back").href = "#/search/" + enc(collection || "");
-  const ctx = await api(`/context/${enc(id)}?collection=${enc(collection)}`);
+  let ctx;
+  try {
+    ctx = await api(`/context/${enc(id)}?collection=${enc(collection)}`);
+  } catch (e) {
+    box.replaceChildren(h("p", { class: "error", role: "alert" }, e.message));
+    throw e;
+  }
   const chunkEl = (c, cls, label) => c ? h("div", { class: "chunk " + cls },
     h("span", { class: "meta" }, `${label} · chunk ${c.chunk_index ?? "?"}${c.section_title ? " · " + c.section_title : ""}`),
     c.text) : null;
