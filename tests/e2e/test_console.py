@@ -323,3 +323,40 @@ def test_directory_job_progress_and_history(console: Console, server: LiveServer
     page.wait_for_selector("#progress[data-state=failed]")
     assert page.inner_text("#progress-error").strip()
     assert all("400" in e for e in console.errors), console.errors
+
+
+def test_rerank_toggle_follows_the_loaded_cross_encoder(browser: Any, console: Console,
+                                                        tmp_path: Path) -> None:
+    # this module's server has no cross-encoder: no toggle
+    console.sign_in()
+    console.open("search")
+    assert not console.page.is_visible("#search-rerank")
+
+    from ragline.testing.cross_encoder import tiny_cross_encoder_dir
+
+    srv = LiveServer(tmp_path / "data", "--cross-encoder-path", str(tiny_cross_encoder_dir()))
+    try:
+        srv.wait_ready(120)
+        httpx.post(f"{srv.url}/collections", json={"name": "notes",
+                                                   "embedding_provider": "local"})
+        httpx.post(f"{srv.url}/collections/notes/documents", json={"documents": [
+            {"id": "a", "text": "Lidar measures distance with laser pulses."},
+            {"id": "b", "text": "Cameras measure light."}]}, timeout=60)
+        ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+        other = Console(ctx.new_page(), srv.url)
+        other.sign_in()
+        other.open("search")
+        page = other.page
+        assert page.is_visible("#search-rerank")
+        page.select_option("#search-collection", "notes")
+        page.fill("#search-query", "lidar distance")
+        page.check("#search-rerank")
+        page.click("#search-form button[type=submit]")
+        page.wait_for_selector("#search-results li")
+        assert "rerank" in page.inner_text("#search-summary")
+        assert "cross-encoder" in page.inner_text("#search-results li:first-child")
+        other.shot("search-rerank")
+        assert other.errors == []
+        ctx.close()
+    finally:
+        srv.stop()
