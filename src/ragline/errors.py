@@ -16,11 +16,13 @@ way. Storage and services raise these; they never import FastAPI.
     │   └── DocumentNotFound          404  document_not_found
     ├── Conflict                      409  conflict
     │   ├── CollectionExists          409  collection_exists
-    │   └── ShardGone                 409  shard_gone
+    │   ├── ShardGone                 409  shard_gone
+    │   └── DataDirInUse              409  data_dir_in_use
     ├── PayloadTooLarge               413  payload_too_large
     ├── ServiceUnavailable            503  service_unavailable
     │   ├── StoreUnavailable          503  store_unavailable
-    │   └── ModelNotLoaded            503  model_not_loaded
+    │   ├── ModelNotLoaded            503  model_not_loaded
+    │   └── IngestCancelled           503  ingestion_cancelled
     ├── ProviderError                 502  provider_error
     ├── StoreError                    500  store_error
     ├── ModelLoadError                500  model_load_failed
@@ -109,6 +111,12 @@ class ShardGone(Conflict):
     code = "shard_gone"
 
 
+class DataDirInUse(Conflict):
+    """Another ragline process holds the data directory (one process per directory)."""
+
+    code = "data_dir_in_use"
+
+
 class PayloadTooLarge(RaglineError):
     status = 413
     code = "payload_too_large"
@@ -125,6 +133,12 @@ class StoreUnavailable(ServiceUnavailable):
 
 class ModelNotLoaded(ServiceUnavailable):
     code = "model_not_loaded"
+
+
+class IngestCancelled(ServiceUnavailable):
+    """An ingestion run was asked to stop (shutdown); what was committed stays committed."""
+
+    code = "ingestion_cancelled"
 
 
 class ProviderError(RaglineError):

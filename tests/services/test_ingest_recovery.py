@@ -9,9 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ragline.errors import ProviderError
+from ragline.errors import IngestCancelled, ProviderError
 from ragline.facade import Ragline
-from ragline.services.ingest_stats import IngestCancelled
 from tests.ingestion_support import (
     MDX,
     SENSING,

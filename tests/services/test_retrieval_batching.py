@@ -13,7 +13,7 @@ import pytest
 from ragline.core.types import ScoredRecord, StoreQuery
 from ragline.facade import Ragline
 from ragline.services.documents import DocumentInput
-from ragline.services.retrieval import SearchQuery
+from ragline.services.retrieval import Mode, SearchQuery
 from ragline.testing.store_conformance import ranking
 from tests.ingestion_support import fake_settings
 
@@ -24,7 +24,7 @@ WORDS = ["lidar", "camera", "imu", "encoder", "gripper", "planner", "map", "odom
 @pytest.fixture
 def rl(tmp_path: Path) -> Iterator[Ragline]:
     r = Ragline(fake_settings(tmp_path, search_max_wait_ms=20)).start()
-    r.services.collections.create("docs", embedding_provider="fake")
+    r.services.collections.create("docs", embed={"provider": "fake"})
     rng = random.Random(7)  # varied texts: few exact score ties
     docs = [DocumentInput(" ".join(rng.choices(WORDS, k=rng.randint(2, 7))) + f" note {i}",
                           {"n": i}) for i in range(60)]
@@ -36,7 +36,8 @@ def rl(tmp_path: Path) -> Iterator[Ragline]:
 
 def queries() -> list[SearchQuery]:
     out = []
-    for i, mode in enumerate(["dense", "sparse", "hybrid"] * 6):
+    modes: list[Mode] = ["dense", "sparse", "hybrid"]
+    for i, mode in enumerate(modes * 6):
         out.append(SearchQuery("docs", "other" if i % 7 == 0 else "default",
                                query=f"{WORDS[i % 8]} {WORDS[(i + 2) % 8]}", mode=mode,
                                limit=5, fusion="rrf" if i % 2 else "dbsf"))
@@ -55,7 +56,7 @@ def test_concurrent_searches_share_store_calls_and_rank_as_alone(rl: Ragline) ->
         calls.append(len(qs))
         return real(key, qs)
 
-    rl.services.store.query_batch = counting  # type: ignore[method-assign]
+    rl.services.store.query_batch = counting  # type: ignore[assignment]
     alone = [rl.call_sync(rl.services.retrieval.search, q) for q in queries()]
     calls.clear()
     items_before = rl.services.retrieval.batching_stats()["items"]
@@ -83,7 +84,7 @@ def test_one_failing_query_does_not_fail_its_batch_mates(rl: Ragline) -> None:
             raise RuntimeError("this query breaks the store")
         return real(key, qs)
 
-    rl.services.store.query_batch = poisoned  # type: ignore[method-assign]
+    rl.services.store.query_batch = poisoned  # type: ignore[assignment]
     good = queries()[:6]
     bad = SearchQuery("docs", "default", query="poison", mode="sparse")
 

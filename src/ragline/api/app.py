@@ -22,6 +22,7 @@ from ragline.api.routes import (
     documents,
     health,
     ingestion,
+    keys,
     rag_ingest,
     rerank,
     search,
@@ -54,7 +55,7 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
                   description="Self-hosted RAG backend: collections, documents, search.")
     errors.install(app)
     for module in (health, collections, documents, search, ingestion, context, rag_ingest,
-                   rerank):
+                   rerank, keys):
         app.include_router(module.router)
     console.install(app)
     _install_mcp(app)

@@ -14,15 +14,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ragline.errors import InvalidInput, RaglineError
+from ragline.errors import InvalidInput, ModelLoadError, RaglineError, RerankError
 from ragline.providers.registry import registry
 from ragline.providers.rerankers.base import Reranker
 from ragline.providers.rerankers.cross_encoder import (
     CrossEncoderConfig,
     CrossEncoderReranker,
-    ModelLoadError,
     ModelSource,
-    RerankError,
     load_from_settings,
     resolve_model_source,
 )
