@@ -8,6 +8,7 @@ through the form, as a person would, and screenshots land in
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +24,16 @@ pytestmark = pytest.mark.slow
 
 BOOK = Path(__file__).resolve().parents[1] / "fixtures" / "book"
 SYNC_MAX = 400  # bytes: larger uploads become jobs, so progress polling is exercised
+KEYS: dict[str, str] = {}  # server URL -> its first admin key
+
+
+def admin_key(data_dir: Path) -> str:
+    """The admin key a data directory's first start wrote (auth is on by default)."""
+    return (data_dir / "admin-key.txt").read_text().strip()
+
+
+def hdr(srv: LiveServer) -> dict[str, str]:
+    return {"authorization": f"Bearer {KEYS[srv.url]}"}
 
 
 def wait_job(url: str, job_id: str, headers: dict[str, str] | None = None,
@@ -39,13 +50,16 @@ def wait_job(url: str, job_id: str, headers: dict[str, str] | None = None,
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     data = tmp_path_factory.mktemp("console") / "data"
-    srv = LiveServer(data, env={"RAGLINE_INGEST_SYNC_MAX_BYTES": str(SYNC_MAX)})
+    srv = LiveServer(data, env={"RAGLINE_AUTH": "on",
+                                "RAGLINE_INGEST_SYNC_MAX_BYTES": str(SYNC_MAX),
+                                "RAGLINE_INGEST_ALLOWED_ROOTS": json.dumps([str(BOOK.parent)])})
     try:
         srv.wait_ready()
-        r = httpx.post(f"{srv.url}/ingestion/trigger",
+        KEYS[srv.url] = admin_key(data)
+        r = httpx.post(f"{srv.url}/ingestion/trigger", headers=hdr(srv),
                        json={"collection": "book", "path": str(BOOK)}, timeout=30)
         assert r.status_code == 202, r.text
-        assert wait_job(srv.url, r.json()["job_id"])["status"] == "succeeded"
+        assert wait_job(srv.url, r.json()["job_id"], hdr(srv))["status"] == "succeeded"
         yield srv
     finally:
         srv.stop()
@@ -64,16 +78,17 @@ def browser(server: LiveServer) -> Iterator[Any]:
 class Console:
     """A page plus the console errors it logged; helpers mirror what a person does."""
 
-    def __init__(self, page: Any, url: str) -> None:
+    def __init__(self, page: Any, url: str, key: str = "") -> None:
         self.page = page
         self.url = url
+        self.key = key
         self.errors: list[str] = []
         page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))
 
-    def sign_in(self, key: str = "") -> None:
+    def sign_in(self, key: str | None = None) -> None:
         self.page.goto(self.url + "/ui")
-        self.page.fill("#signin-key", key)
+        self.page.fill("#signin-key", self.key if key is None else key)
         self.page.click("#signin-form button[type=submit]")
         self.page.wait_for_selector("#page-collections h1", state="visible")
         self.page.wait_for_selector("#collections-table tbody tr, #collections-empty:visible")
@@ -95,19 +110,19 @@ def console(browser: Any, server: LiveServer) -> Iterator[Console]:
     ctx = browser.new_context(viewport={"width": 1280, "height": 800})
     page = ctx.new_page()
     page.set_default_timeout(20_000)
-    yield Console(page, server.url)
+    yield Console(page, server.url, KEYS[server.url])
     ctx.close()
 
 
 def test_sign_in_lists_collections_with_counts(console: Console, server: LiveServer) -> None:
     console.sign_in()
     row = console.page.locator("#collections-table tbody tr[data-name=book]")
-    count = httpx.get(f"{server.url}/collections/book").json()["count"]
+    count = httpx.get(f"{server.url}/collections/book", headers=hdr(server)).json()["count"]
     assert count > 0
     assert row.locator("td").nth(0).inner_text() == f"{count:,}"
     assert "B" in row.locator("td").nth(1).inner_text()  # a size such as "1.2 MB"
     # the key lives in session storage only
-    assert console.page.evaluate("sessionStorage.getItem('ragline.apiKey')") == ""
+    assert console.page.evaluate("sessionStorage.getItem('ragline.apiKey')") == console.key
     assert console.page.evaluate("localStorage.length") == 0
     console.shot("collections")
     assert console.errors == []
@@ -130,7 +145,7 @@ def test_each_page_loads_without_console_errors(console: Console) -> None:
 def test_keyboard_only_sign_in(console: Console) -> None:
     console.page.goto(console.url + "/ui")
     console.page.focus("#signin-key")
-    console.page.keyboard.type("")
+    console.page.keyboard.type(console.key)
     console.page.keyboard.press("Enter")
     console.page.wait_for_selector("#page-collections h1", state="visible")
     # every form control on the search page has a label
@@ -183,7 +198,7 @@ def test_bad_where_shows_the_servers_message(console: Console, server: LiveServe
     page.click("#search-form button[type=submit]")
     page.wait_for_selector("#where-error:visible")
     shown = page.inner_text("#where-error")
-    expected = httpx.post(f"{server.url}/collections/book/search",
+    expected = httpx.post(f"{server.url}/collections/book/search", headers=hdr(server),
                           json={"query": "sensors", "where": {"chapter": {"$near": 3}}}).json()
     assert expected["message"] in shown
     # malformed JSON is caught before anything is sent
@@ -220,7 +235,7 @@ def test_upload_runs_to_completion_with_progress(console: Console, server: LiveS
     page.click("#jobs-refresh")
     page.wait_for_selector("#jobs-table tbody tr")
     assert "upload" in page.inner_text("#jobs-table tbody tr:first-child")
-    r = httpx.post(f"{server.url}/collections/knowledge/search",
+    r = httpx.post(f"{server.url}/collections/knowledge/search", headers=hdr(server),
                    json={"query": "wheel encoder drift", "limit": 1}).json()
     assert "encoder" in r["results"][0]["text"]
     assert console.errors == []
@@ -236,7 +251,7 @@ def test_text_ingest_and_collection_admin(console: Console, server: LiveServer) 
     page.fill("#create-meta", '{"owner": "qa"}')
     page.click("#create-form button[type=submit]")
     page.wait_for_selector("#collections-table tbody tr[data-name=scratch]")
-    httpx.post(f"{server.url}/collections/scratch/documents",
+    httpx.post(f"{server.url}/collections/scratch/documents", headers=hdr(server),
                json={"documents": [{"id": "a", "text": "alpha"}, {"id": "b", "text": "beta"}]})
     page.reload()
     page.wait_for_selector("#collections-table tbody tr[data-name=scratch]")
@@ -248,7 +263,7 @@ def test_text_ingest_and_collection_admin(console: Console, server: LiveServer) 
     page.fill("#meta-json", '{"team": "robots"}')
     page.click("#dialog-ok")
     page.wait_for_selector("#dialog", state="hidden")
-    meta = httpx.get(f"{server.url}/collections/scratch").json()["metadata"]
+    meta = httpx.get(f"{server.url}/collections/scratch", headers=hdr(server)).json()["metadata"]
     assert meta["owner"] == "qa" and meta["team"] == "robots"
     # replace drops it
     row.get_by_role("button", name="Edit metadata of scratch").click()
@@ -256,18 +271,18 @@ def test_text_ingest_and_collection_admin(console: Console, server: LiveServer) 
     page.check("input[name=meta-mode][value=replace]")
     page.click("#dialog-ok")
     page.wait_for_selector("#dialog", state="hidden")
-    meta = httpx.get(f"{server.url}/collections/scratch").json()["metadata"]
+    meta = httpx.get(f"{server.url}/collections/scratch", headers=hdr(server)).json()["metadata"]
     assert meta.get("team") == "rovers" and "owner" not in meta
 
     # empty asks first; cancelling keeps the documents
     row.get_by_role("button", name="Empty scratch").click()
     console.shot("confirm-empty")
     page.click("#dialog-cancel")
-    assert httpx.get(f"{server.url}/collections/scratch").json()["count"] == 2
+    assert httpx.get(f"{server.url}/collections/scratch", headers=hdr(server)).json()["count"] == 2
     row.get_by_role("button", name="Empty scratch").click()
     page.click("#dialog-ok")
     page.wait_for_selector("#dialog", state="hidden")
-    assert httpx.get(f"{server.url}/collections/scratch").json()["count"] == 0
+    assert httpx.get(f"{server.url}/collections/scratch", headers=hdr(server)).json()["count"] == 0
 
     # delete needs the name typed
     page.locator("#collections-table tbody tr[data-name=scratch]").get_by_role(
@@ -275,27 +290,27 @@ def test_text_ingest_and_collection_admin(console: Console, server: LiveServer) 
     page.fill("#confirm-name", "wrong")
     page.click("#dialog-ok")
     page.wait_for_selector("#dialog-error:visible")
-    assert httpx.get(f"{server.url}/collections/scratch").status_code == 200
+    assert httpx.get(f"{server.url}/collections/scratch", headers=hdr(server)).status_code == 200
     page.fill("#confirm-name", "scratch")
     page.click("#dialog-ok")
     page.wait_for_selector("#collections-table tbody tr[data-name=scratch]", state="detached")
-    assert httpx.get(f"{server.url}/collections/scratch").status_code == 404
+    assert httpx.get(f"{server.url}/collections/scratch", headers=hdr(server)).status_code == 404
     assert console.errors == []
 
 
 def test_every_api_call_carries_the_key(console: Console) -> None:
-    """Auth is off today, but the console must already send the key it was given."""
+    """Every request the console makes carries the key it was given."""
     sent: list[tuple[str, str | None]] = []
     console.page.on("request", lambda r: sent.append((r.url, r.headers.get("authorization"))))
-    console.sign_in("rk_test_123")
+    console.sign_in()
     console.open("search")
     console.open("ingest")
     console.open("providers")
     api_calls = [(u, a) for u, a in sent if not u.split("?")[0].rstrip("/").endswith("/ui")
                  and "/ui/" not in u]
     assert len(api_calls) >= 6
-    assert all(a == "Bearer rk_test_123" for _, a in api_calls), api_calls
-    assert console.page.evaluate("sessionStorage.getItem('ragline.apiKey')") == "rk_test_123"
+    assert all(a == f"Bearer {console.key}" for _, a in api_calls), api_calls
+    assert console.page.evaluate("sessionStorage.getItem('ragline.apiKey')") == console.key
     console.page.click("#signout")
     console.page.wait_for_selector("#page-signin h1", state="visible")
     assert console.page.evaluate("sessionStorage.getItem('ragline.apiKey')") is None
@@ -311,7 +326,7 @@ def test_directory_job_progress_and_history(console: Console, server: LiveServer
     page.wait_for_selector("#progress[data-state=done]", timeout=90_000)
     stats = page.inner_text("#progress-stats")
     assert "Files" in stats and "Texts embedded" in stats
-    jobs = httpx.get(f"{server.url}/ingestion/status", params={"collection": "book_copy"}).json()
+    jobs = httpx.get(f"{server.url}/ingestion/status", headers=hdr(server), params={"collection": "book_copy"}).json()
     job = jobs["jobs"][0]
     assert job["status"] == "succeeded" and job["files_seen"] > 0
     assert job["job_id"][:8] in page.inner_text("#progress-label")
@@ -334,16 +349,18 @@ def test_rerank_toggle_follows_the_loaded_cross_encoder(browser: Any, console: C
 
     from ragline.testing.cross_encoder import tiny_cross_encoder_dir
 
-    srv = LiveServer(tmp_path / "data", "--cross-encoder-path", str(tiny_cross_encoder_dir()))
+    srv = LiveServer(tmp_path / "data", "--cross-encoder-path", str(tiny_cross_encoder_dir()),
+                     env={"RAGLINE_AUTH": "on"})
     try:
         srv.wait_ready(120)
-        httpx.post(f"{srv.url}/collections", json={"name": "notes",
-                                                   "embedding_provider": "local"})
-        httpx.post(f"{srv.url}/collections/notes/documents", json={"documents": [
+        KEYS[srv.url] = admin_key(tmp_path / "data")
+        httpx.post(f"{srv.url}/collections", headers=hdr(srv), json={"name": "notes",
+                                                   "embed": {"provider": "local"}})
+        httpx.post(f"{srv.url}/collections/notes/documents", headers=hdr(srv), json={"documents": [
             {"id": "a", "text": "Lidar measures distance with laser pulses."},
             {"id": "b", "text": "Cameras measure light."}]}, timeout=60)
         ctx = browser.new_context(viewport={"width": 1280, "height": 800})
-        other = Console(ctx.new_page(), srv.url)
+        other = Console(ctx.new_page(), srv.url, KEYS[srv.url])
         other.sign_in()
         other.open("search")
         page = other.page

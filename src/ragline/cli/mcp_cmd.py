@@ -27,7 +27,7 @@ def mcp(
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
-        from ragline.api.mcp_server.auth import resolve_principal
+        from ragline.api.mcp_server.auth import stdio_principal
         from ragline.api.mcp_server.server import build_server
     except ImportError as exc:
         typer.echo(f"ragline mcp needs the 'mcp' package: pip install 'ragline[mcp]' ({exc})",
@@ -37,5 +37,5 @@ def mcp(
     from ragline.facade import Ragline
 
     with Ragline(build_settings(data_dir)) as rl:
-        server = build_server(lambda: rl, resolve_principal(rl, api_key))
+        server = build_server(lambda: rl, stdio_principal(rl, api_key))
         server.run("stdio")

@@ -22,7 +22,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from ragline.api.mcp_server.auth import key_from_headers, resolve_principal
+from ragline.api.mcp_server.auth import resolve_principal
 from ragline.api.mcp_server.server import PRINCIPAL_STATE, build_server
 from ragline.errors import RaglineError
 from ragline.facade import Ragline
@@ -45,7 +45,7 @@ class _McpEndpoint:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1")
                    for k, v in scope.get("headers", [])}
         try:
-            caller = resolve_principal(rl, key_from_headers(headers))
+            caller = resolve_principal(rl, headers)
         except RaglineError as exc:
             await _error(send, exc.status, exc.code, exc.message)
             return

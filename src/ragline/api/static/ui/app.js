@@ -149,9 +149,15 @@ async function loadEnvironment() {
   const stores = (providers && providers.stores) || [];
   const store = stores.find(s => s.name === engine) || (stores.length === 1 ? stores[0] : null);
   for (const c of (store ? store.capabilities : [])) state.storeCaps.add(c);
+  // Only admins may list keys, so the answer to GET /api/keys tells the role.
   state.me = null;
-  for (const p of ["/api/keys/me", "/auth/me", "/api/me", "/whoami"]) {
-    if (state.paths.has(p)) { state.me = await api(p).catch(() => null); break; }
+  if (state.paths.has("/api/keys")) {
+    try {
+      await api("/api/keys");
+      state.me = { role: "admin" };
+    } catch (e) {
+      if (e.status === 403) state.me = { role: "user" };
+    }
   }
   applyCapabilities();
 }
@@ -369,7 +375,7 @@ async function onCreateCollection(ev) {
     const body = { name: $("#create-name").value.trim(),
       metadata: parseJsonField($("#create-meta").value, "Metadata") || {} };
     const emb = $("#create-embedder").value;
-    if (emb) body.embedding_provider = emb;
+    if (emb) body.embed = { provider: emb };  // server-side embedding (opt-in)
     await api("/collections", { method: "POST", body });
     toast(`Collection ${body.name} created.`);
     $("#create-name").value = "";
