@@ -31,10 +31,18 @@ PAGE = (b"<html><head><title>Rover manual</title></head><body><h1>Rover manual</
         b"and the panels fold away during dust storms.</p></body></html>")
 
 
+KEYS: dict[str, str] = {}  # server URL -> its first admin key
+
+
+def hdr(url: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {KEYS[url]}"}
+
+
 def wait_job(url: str, job_id: str) -> dict[str, Any]:
     deadline = time.time() + 120
     while time.time() < deadline:
-        job: dict[str, Any] = httpx.get(f"{url}/ingestion/status/{job_id}").json()
+        job: dict[str, Any] = httpx.get(f"{url}/ingestion/status/{job_id}",
+                                        headers=hdr(url)).json()
         if job["status"] in ("succeeded", "failed"):
             return job
         time.sleep(0.2)
@@ -44,10 +52,12 @@ def wait_job(url: str, job_id: str) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     data = tmp_path_factory.mktemp("mcp") / "data"
-    srv = LiveServer(data, env={"RAGLINE_ALLOW_PRIVATE_URLS": "true"})
+    srv = LiveServer(data, env={"RAGLINE_AUTH": "on", "RAGLINE_ALLOW_PRIVATE_URLS": "true",
+                                "RAGLINE_INGEST_ALLOWED_ROOTS": json.dumps([str(BOOK.parent)])})
     try:
         srv.wait_ready()
-        r = httpx.post(f"{srv.url}/ingestion/trigger",
+        KEYS[srv.url] = (data / "admin-key.txt").read_text().strip()
+        r = httpx.post(f"{srv.url}/ingestion/trigger", headers=hdr(srv.url),
                        json={"collection": "book", "path": str(BOOK)}, timeout=30)
         assert wait_job(srv.url, r.json()["job_id"])["status"] == "succeeded"
         yield srv
@@ -76,7 +86,7 @@ def web_page() -> Iterator[str]:
 
 @asynccontextmanager
 async def http_client(url: str, key: str | None = None) -> AsyncIterator[Client]:
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    headers = {"Authorization": f"Bearer {key or KEYS[url]}"}
     async with httpx2.AsyncClient(headers=headers, timeout=60) as http, \
             Client(streamable_http_client(url + "/mcp", http_client=http)) as client:
         yield client
@@ -107,7 +117,7 @@ async def test_http_search_context_and_source(server: LiveServer) -> None:
     async with http_client(server.url) as c:
         cols = data(await c.call_tool("list_collections", {}))
         book = next(x for x in cols["collections"] if x["name"] == "book")
-        assert book["count"] == httpx.get(f"{server.url}/collections/book").json()["count"] > 0
+        assert book["count"] == httpx.get(f"{server.url}/collections/book", headers=hdr(server.url)).json()["count"] > 0
 
         found = data(await c.call_tool("search", {"query": "how do robots sense depth",
                                                   "collection": "book", "limit": 3}))
@@ -115,7 +125,7 @@ async def test_http_search_context_and_source(server: LiveServer) -> None:
         hit = found["results"][0]
         assert hit["score"] >= found["results"][1]["score"]
         # the same hits as the HTTP API gives
-        rest = httpx.post(f"{server.url}/collections/book/search",
+        rest = httpx.post(f"{server.url}/collections/book/search", headers=hdr(server.url),
                           json={"query": "how do robots sense depth", "limit": 3}).json()
         assert [h["id"] for h in found["results"]] == [h["id"] for h in rest["results"]]
 
@@ -182,7 +192,8 @@ async def test_http_resources(server: LiveServer) -> None:
         one = json.loads((await c.read_resource("ragline://collections/book")).contents[0].text)
         assert one["count"] > 0 and one["dimension"] == 384
         lesson = httpx.get(f"{server.url}/lesson/module-1-foundations/chapter-1-sensing/"
-                           "01-how-robots-sense", params={"collection": "book"}).json()
+                           "01-how-robots-sense", params={"collection": "book"},
+                           headers=hdr(server.url)).json()
         src = await c.read_resource(
             "ragline://sources/book/module-1-foundations/chapter-1-sensing/01-how-robots-sense")
         assert src.contents[0].text == lesson["text"]
@@ -190,7 +201,8 @@ async def test_http_resources(server: LiveServer) -> None:
 
 def test_http_endpoint_answers_plain_post_with_mcp_headers(server: LiveServer) -> None:
     """What a non-SDK client sees: JSON-RPC over one POST (stateless, JSON responses)."""
-    r = httpx.post(server.url + "/mcp", headers={"accept": "application/json, text/event-stream"},
+    r = httpx.post(server.url + "/mcp", headers={"accept": "application/json, text/event-stream",
+                                                 **hdr(server.url)},
                    json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
                        "protocolVersion": "2025-06-18", "capabilities": {},
                        "clientInfo": {"name": "curl", "version": "0"}}})

@@ -1,8 +1,7 @@
 """Tenant scoping through ``/mcp``: the key on the request decides what a caller sees.
 
-API keys are not stored by the server yet, so the key → principal lookup the
-transport calls (``resolve_principal``) is replaced here by a fixed table; the
-rest is real: uvicorn, the app, the transport, the tools and the facade.
+A real ``ragline serve`` with auth on; the first admin key creates two user keys
+in two tenants through ``POST /api/keys``.
 """
 
 from __future__ import annotations
@@ -15,11 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from ragline.core.principal import Principal, Role
-from ragline.errors import AuthenticationError
-from ragline.facade import Ragline
-from ragline.settings import Settings
-from ragline.testing.server import serve_in_thread
+from tests.live_server import LiveServer
 
 mcp = pytest.importorskip("mcp", reason="the MCP tests need the 'mcp' package (ragline[mcp])")
 httpx2 = pytest.importorskip("httpx2")
@@ -27,26 +22,30 @@ httpx2 = pytest.importorskip("httpx2")
 from mcp import Client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
-from ragline.api.app import create_app  # noqa: E402
-from ragline.api.mcp_server import http as mcp_http  # noqa: E402
-
-KEYS = {"key-a": Principal(tenant="tenant-a", role=Role.USER, key_id="a"),
-        "key-b": Principal(tenant="tenant-b", role=Role.USER, key_id="b")}
 SECRET = "The vault combination of tenant A is seven left, three right."
 
 
-def lookup(rl: Ragline, key: str | None) -> Principal:
-    if key not in KEYS:
-        raise AuthenticationError("Invalid or missing API key")
-    return KEYS[key]
+@pytest.fixture(scope="module")
+def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
+    data = tmp_path_factory.mktemp("mcp-tenancy") / "data"
+    srv = LiveServer(data, env={"RAGLINE_AUTH": "on"})
+    try:
+        srv.wait_ready()
+        admin = (data / "admin-key.txt").read_text().strip()
+        keys = {"admin": admin}
+        for name, tenant in (("a", "tenant-a"), ("b", "tenant-b")):
+            r = httpx.post(f"{srv.url}/api/keys", headers={"authorization": f"Bearer {admin}"},
+                           json={"role": "user", "tenant": tenant, "name": name})
+            assert r.status_code == 201, r.text
+            keys[name] = r.json()["key"]
+        yield srv.url, keys
+    finally:
+        srv.stop()
 
 
 @pytest.fixture
-def url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    monkeypatch.setattr(mcp_http, "resolve_principal", lookup)
-    app = create_app(Settings(data_dir=tmp_path / "data", _env_file=None))  # type: ignore[call-arg]
-    with serve_in_thread(app) as base:
-        yield base
+def url(keyed: tuple[str, dict[str, str]]) -> str:
+    return keyed[0]
 
 
 @asynccontextmanager
@@ -62,8 +61,9 @@ def ok(result: Any) -> dict[str, Any]:
     return out
 
 
-async def test_a_key_sees_only_its_tenants_data(url: str) -> None:
-    async with client(url, authorization="Bearer key-a") as a:
+async def test_a_key_sees_only_its_tenants_data(keyed: tuple[str, dict[str, str]]) -> None:
+    url, keys = keyed
+    async with client(url, authorization=f"Bearer {keys['a']}") as a:
         ok(await a.call_tool("ingest_text", {"text": SECRET, "title": "Vault"}))
         hits = ok(await a.call_tool("search", {"query": "vault combination"}))["results"]
         assert hits and "seven left" in hits[0]["text"]
@@ -72,7 +72,7 @@ async def test_a_key_sees_only_its_tenants_data(url: str) -> None:
         assert [(c["name"], c["count"]) for c in cols] == [("knowledge", 1)]
 
     # the other header form, another tenant
-    async with client(url, **{"x-api-key": "key-b"}) as b:
+    async with client(url, **{"x-api-key": keys["b"]}) as b:
         cols = ok(await b.call_tool("list_collections", {}))["collections"]
         assert [(c["name"], c["count"]) for c in cols] == [("knowledge", 0)]
         assert ok(await b.call_tool("search", {"query": "vault combination"}))["results"] == []
@@ -86,7 +86,7 @@ async def test_a_key_sees_only_its_tenants_data(url: str) -> None:
         ok(await b.call_tool("ingest_text", {"text": "Tenant B keeps bees on the roof."}))
         assert ok(await b.call_tool("search", {"query": "bees"}))["results"]
 
-    async with client(url, authorization="Bearer key-a") as a:
+    async with client(url, authorization=f"Bearer {keys['a']}") as a:
         texts = [h["text"] for h in ok(await a.call_tool("search", {"query": "bees roof"}))
                  ["results"]]
         assert all("bees" not in t for t in texts)
@@ -97,6 +97,6 @@ def test_a_refused_key_is_401_before_any_mcp_message(url: str) -> None:
     headers = {"accept": "application/json, text/event-stream"}
     for extra in ({}, {"authorization": "Bearer nope"}, {"x-api-key": "nope"}):
         r = httpx.post(url + "/mcp", json=body, headers={**headers, **extra})
-        assert r.status_code == 401
+        assert r.status_code == 401, r.text
         assert r.json()["error"] == "unauthorized"
         assert r.headers["www-authenticate"] == "Bearer"
