@@ -1,10 +1,8 @@
 """A user key in the console cannot see another tenant's data.
 
-The server does not store API keys yet, so the app's caller lookup
-(``ragline.api.deps.get_caller``) is overridden with a fixed key table, the
-way FastAPI overrides a dependency; everything else is real (uvicorn, routes,
-facade, the browser). The console is only trusted to send the key it was
-given: what it shows must come from the server's scoping.
+A real ``ragline serve`` with auth on; the first admin key makes two user keys
+in two tenants through ``POST /api/keys``. The console is only trusted to send
+the key it was given: what it shows must come from the server's scoping.
 """
 
 from __future__ import annotations
@@ -15,42 +13,35 @@ from typing import Any
 
 import httpx
 import pytest
-from fastapi import Request
 
-from ragline.api.app import create_app
-from ragline.api.deps import get_caller
-from ragline.core.principal import Principal, Role
-from ragline.errors import AuthenticationError
-from ragline.settings import Settings
-from ragline.testing.server import serve_in_thread
 from tests.e2e.browser import chromium_path, playwright_or_skip
 from tests.e2e.test_console import Console
+from tests.live_server import LiveServer
 
 pytestmark = pytest.mark.slow
 
-KEYS = {"key-admin": Principal(tenant="default", role=Role.ADMIN, key_id="adm"),
-        "key-a": Principal(tenant="tenant-a", role=Role.USER, key_id="a"),
-        "key-b": Principal(tenant="tenant-b", role=Role.USER, key_id="b")}
 SECRET = "Tenant A's launch window opens at dawn over the northern ridge."
-
-
-async def caller_from_key(request: Request) -> Principal:
-    auth = request.headers.get("authorization", "")
-    key = auth[7:] if auth.lower().startswith("bearer ") else request.headers.get("x-api-key")
-    if key not in KEYS:
-        raise AuthenticationError("Invalid or missing API key")
-    return KEYS[key]
+KEYS: dict[str, str] = {}
 
 
 @pytest.fixture
 def url(tmp_path: Path) -> Iterator[str]:
-    app = create_app(Settings(data_dir=tmp_path / "data", _env_file=None))  # type: ignore[call-arg]
-    app.dependency_overrides[get_caller] = caller_from_key
-    with serve_in_thread(app) as base:
-        r = httpx.post(f"{base}/api/rag/ingest/text", json={"text": SECRET, "title": "Launch"},
-                       headers={"authorization": "Bearer key-a"}, timeout=60)
+    data = tmp_path / "data"
+    srv = LiveServer(data, env={"RAGLINE_AUTH": "on"})
+    try:
+        srv.wait_ready()
+        admin = (data / "admin-key.txt").read_text().strip()
+        for name, tenant in (("a", "tenant-a"), ("b", "tenant-b")):
+            r = httpx.post(f"{srv.url}/api/keys", headers={"authorization": f"Bearer {admin}"},
+                           json={"role": "user", "tenant": tenant, "name": name})
+            assert r.status_code == 201, r.text
+            KEYS[name] = r.json()["key"]
+        r = httpx.post(f"{srv.url}/api/rag/ingest/text", json={"text": SECRET, "title": "Launch"},
+                       headers={"authorization": f"Bearer {KEYS['a']}"}, timeout=60)
         assert r.status_code == 201, r.text
-        yield base
+        yield srv.url
+    finally:
+        srv.stop()
 
 
 @pytest.fixture
@@ -88,10 +79,10 @@ def test_user_key_cannot_see_another_tenants_data(page: Any, url: str) -> None:
     page.fill("#signin-key", "not-a-key")
     page.click("#signin-form button[type=submit]")
     page.wait_for_selector("#signin-error:visible")
-    assert "Invalid or missing API key" in page.inner_text("#signin-error")
+    assert "not accepted" in page.inner_text("#signin-error")
     assert page.evaluate("sessionStorage.getItem('ragline.apiKey')") is None
 
-    console.sign_in("key-a")
+    console.sign_in(KEYS["a"])
     assert count_cell(page, "knowledge") == "1"
     search(page, "launch window")
     assert "launch window" in page.inner_text("#search-results li:first-child .hit-text")
@@ -101,8 +92,12 @@ def test_user_key_cannot_see_another_tenants_data(page: Any, url: str) -> None:
     console.shot("tenant-a-context")
 
     page.click("#signout")
-    console.sign_in("key-b")
+    console.sign_in(KEYS["b"])
     assert count_cell(page, "knowledge") == "0"
+    # a user key gets no admin controls (the role comes from GET /api/keys: 403 for users)
+    page.wait_for_selector("#create-collection", state="hidden")
+    assert page.locator("#collections-table button", has_text="Delete").count() == 0
+    assert page.locator("#collections-table button", has_text="Metadata").count() == 0
     search(page, "launch window")
     assert page.locator("#search-results li").count() == 0
     assert page.inner_text("#search-summary").startswith("0 result(s)")
