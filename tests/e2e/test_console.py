@@ -326,7 +326,8 @@ def test_directory_job_progress_and_history(console: Console, server: LiveServer
     page.wait_for_selector("#progress[data-state=done]", timeout=90_000)
     stats = page.inner_text("#progress-stats")
     assert "Files" in stats and "Texts embedded" in stats
-    jobs = httpx.get(f"{server.url}/ingestion/status", headers=hdr(server), params={"collection": "book_copy"}).json()
+    jobs = httpx.get(f"{server.url}/ingestion/status", headers=hdr(server),
+                     params={"collection": "book_copy"}).json()
     job = jobs["jobs"][0]
     assert job["status"] == "succeeded" and job["files_seen"] > 0
     assert job["job_id"][:8] in page.inner_text("#progress-label")

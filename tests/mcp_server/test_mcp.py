@@ -98,6 +98,11 @@ def data(result: Any) -> dict[str, Any]:
     return out
 
 
+def text(part: Any) -> str:
+    """The text of a content or resource part (typed as a union of many kinds)."""
+    return str(part.text)
+
+
 def error_text(result: Any) -> str:
     assert result.is_error
     return " ".join(c.text for c in result.content)
@@ -117,7 +122,8 @@ async def test_http_search_context_and_source(server: LiveServer) -> None:
     async with http_client(server.url) as c:
         cols = data(await c.call_tool("list_collections", {}))
         book = next(x for x in cols["collections"] if x["name"] == "book")
-        assert book["count"] == httpx.get(f"{server.url}/collections/book", headers=hdr(server.url)).json()["count"] > 0
+        rest_count = httpx.get(f"{server.url}/collections/book", headers=hdr(server.url))
+        assert book["count"] == rest_count.json()["count"] > 0
 
         found = data(await c.call_tool("search", {"query": "how do robots sense depth",
                                                   "collection": "book", "limit": 3}))
@@ -187,16 +193,16 @@ async def test_http_resources(server: LiveServer) -> None:
         assert templates == {"ragline://collections/{name}",
                              "ragline://sources/{collection}/{+source_id}"}
         listed = await c.read_resource("ragline://collections")
-        names = [x["name"] for x in json.loads(listed.contents[0].text)]
+        names = [x["name"] for x in json.loads(text(listed.contents[0]))]
         assert "book" in names
-        one = json.loads((await c.read_resource("ragline://collections/book")).contents[0].text)
+        one = json.loads(text((await c.read_resource("ragline://collections/book")).contents[0]))
         assert one["count"] > 0 and one["dimension"] == 384
         lesson = httpx.get(f"{server.url}/lesson/module-1-foundations/chapter-1-sensing/"
                            "01-how-robots-sense", params={"collection": "book"},
                            headers=hdr(server.url)).json()
         src = await c.read_resource(
             "ragline://sources/book/module-1-foundations/chapter-1-sensing/01-how-robots-sense")
-        assert src.contents[0].text == lesson["text"]
+        assert text(src.contents[0]) == lesson["text"]
 
 
 def test_http_endpoint_answers_plain_post_with_mcp_headers(server: LiveServer) -> None:

@@ -22,8 +22,8 @@ log = logging.getLogger("ragline")
 def _register_subcommands() -> None:
     from ragline.cli.eval_cmd import eval_app
     from ragline.cli.ingest_cmd import ingest
-    from ragline.cli.mcp_cmd import mcp
     from ragline.cli.keys_cmd import keys_app
+    from ragline.cli.mcp_cmd import mcp
 
     app.add_typer(eval_app, name="eval")
     app.add_typer(keys_app, name="keys")

@@ -104,6 +104,6 @@ def test_disk_usage_ignores_files_that_vanish_while_counting(
             raise FileNotFoundError(p)
         return real_stat(p)
 
-    monkeypatch.setattr(provider.os, "stat", stat)
+    monkeypatch.setattr(os, "stat", stat)
     assert provider.disk_usage(tmp_path) == real_stat(tmp_path / "seg" / "kept").st_blocks * 512
     assert provider.disk_usage(tmp_path / "missing") == 0
