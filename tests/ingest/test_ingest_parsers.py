@@ -37,7 +37,8 @@ def test_a_thematic_break_after_a_blank_line_is_not_a_setext_heading() -> None:
 
 
 def test_atx_headings_indented_up_to_three_spaces_but_not_four() -> None:
-    text = "   ## Three spaces ##\nBody one.\n\n    ## four spaces is code\n\n ### One space\nBody two.\n"
+    text = ("   ## Three spaces ##\nBody one.\n\n    ## four spaces is code\n\n"
+            " ### One space\nBody two.\n")
     sections = _sections(text)
     assert [s[0] for s in sections] == [["Three spaces"], ["Three spaces", "One space"]]
     assert sections[0][1][0] == ("heading", "## Three spaces ##")
@@ -73,17 +74,22 @@ def test_an_oversized_pipe_less_table_repeats_its_header() -> None:
 
 
 def test_ordinary_documents_keep_their_sections() -> None:
-    text = "# T\n\nIntro.\n\n## A\n\nText a.\n\n| x | y |\n|---|---|\n| 1 | 2 |\n\n### A.1\n\n```py\nx = 1\n```\n"
+    text = ("# T\n\nIntro.\n\n## A\n\nText a.\n\n| x | y |\n|---|---|\n| 1 | 2 |\n\n"
+            "### A.1\n\n```py\nx = 1\n```\n")
     assert _sections(text) == [
         ([], [("heading", "# T"), ("text", "Intro.")]),
-        (["A"], [("heading", "## A"), ("text", "Text a."), ("table", "| x | y |\n|---|---|\n| 1 | 2 |")]),
+        (["A"], [("heading", "## A"), ("text", "Text a."),
+                 ("table", "| x | y |\n|---|---|\n| 1 | 2 |")]),
         (["A", "A.1"], [("heading", "### A.1"), ("code", "```py\nx = 1\n```")]),
     ]  # fmt: skip
 
 
 # --- text decoding ------------------------------------------------------------------------
 
-JAPANESE = "# ロボットの感覚\n\nロボットはカメラとライダーで世界を感じます。\n\n## センサー\n\n加速度計は傾きを測ります。\n"
+JAPANESE = (
+    "# ロボットの感覚\n\nロボットはカメラとライダーで世界を感じます。\n\n"
+    "## センサー\n\n加速度計は傾きを測ります。\n"
+)
 
 
 @pytest.mark.parametrize("codec", ["utf-16", "utf-16-le", "utf-16-be", "utf-32"])

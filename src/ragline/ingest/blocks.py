@@ -64,7 +64,9 @@ class Piece:
     sep: str = "\n\n"
 
 
-def _blocks(lines: list[str], start: int, end: int, spans: dict[int, tuple[int, str]]) -> list[Block]:
+def _blocks(
+    lines: list[str], start: int, end: int, spans: dict[int, tuple[int, str]]
+) -> list[Block]:
     """Blocks of lines ``[start, end)``: code and tables whole, prose by blank lines.
 
     ``spans`` maps the first line of each fenced code block or table (from the

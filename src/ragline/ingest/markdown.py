@@ -200,5 +200,5 @@ def parse_markdown(
         source_type="md",
         text_format="markdown",
         title=title or first_heading(body),
-        metadata=merge_metadata(base or {}, normalize_metadata(front), name=name),
+        metadata=merge_metadata(base or {}, normalize_metadata(front, name), name=name),
     )
