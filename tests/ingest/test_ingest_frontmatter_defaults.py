@@ -12,6 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.ingestion_support import (
+    copy_book,
+    fake_settings,
+    few_payload_indexes,  # noqa: F401 (fixture)
+)
 
 from ragline.core.filters import parse_where
 from ragline.facade import Ragline
@@ -23,11 +28,6 @@ from ragline.ingest.metadata import (
     storable_key,
 )
 from ragline.services.retrieval import SearchQuery
-from tests.ingestion_support import (
-    copy_book,
-    fake_settings,
-    few_payload_indexes,  # noqa: F401 (fixture)
-)
 
 pytestmark = pytest.mark.usefixtures("few_payload_indexes")
 SPEC = SPEC_FRONTMATTER_DEFAULTS
