@@ -23,8 +23,10 @@ log = logging.getLogger("ragline")
 def _register_subcommands() -> None:
     from ragline.cli.eval_cmd import eval_app
     from ragline.cli.ingest_cmd import ingest
+    from ragline.cli.models_cmd import models_app
 
     app.add_typer(eval_app, name="eval")
+    app.add_typer(models_app, name="models")
     app.command("ingest")(ingest)
 
 

@@ -32,6 +32,7 @@ from ragline.providers.rerankers.base import RerankedItem
 from ragline.providers.rerankers.catalog import enable_hint
 
 if TYPE_CHECKING:
+    from ragline.providers.rerankers.onnx_cross_encoder import OnnxCrossEncoderReranker
     from ragline.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -205,8 +206,12 @@ class CrossEncoderReranker:
 
 def load_from_settings(
     settings: Settings, env: Mapping[str, str] | None = None
-) -> CrossEncoderReranker | None:
+) -> CrossEncoderReranker | OnnxCrossEncoderReranker | None:
     """Startup entry point: the configured reranker, or ``None`` (logged) when none is set.
+
+    A model that ``ragline models build-reranker`` exported (its directory, or
+    the name it was built from, found in ``settings.models_dir``) is served by
+    the ONNX provider, without torch; anything else by sentence-transformers.
 
     Raises :class:`ModelLoadError` when a model was asked for and fails; the
     CLI logs it as fatal and exits non-zero (spec 000).
@@ -218,11 +223,24 @@ def load_from_settings(
     where = "path" if source.is_path else "model"
     log.info("loading cross-encoder %s %s (from %s)", where, source.value, source.origin)
     started = time.perf_counter()
-    reranker = CrossEncoderReranker.from_source(
-        source,
-        max_documents=settings.rerank_max_documents,
-        max_chars=settings.rerank_max_chars,
+    from ragline.providers.rerankers.onnx_cross_encoder import (
+        OnnxCrossEncoderConfig,
+        OnnxCrossEncoderReranker,
+        find_built_model,
     )
+
+    reranker: CrossEncoderReranker | OnnxCrossEncoderReranker
+    if find_built_model(source.value, settings.models_dir) is not None:
+        where = f"ONNX {where}"
+        reranker = OnnxCrossEncoderReranker(OnnxCrossEncoderConfig(
+            model=source.value, models_dir=settings.models_dir,
+            max_documents=settings.rerank_max_documents, max_chars=settings.rerank_max_chars))
+    else:
+        reranker = CrossEncoderReranker.from_source(
+            source,
+            max_documents=settings.rerank_max_documents,
+            max_chars=settings.rerank_max_chars,
+        )
     log.info(
         "cross-encoder loaded: %s %s in %.1f s",
         where,
