@@ -140,6 +140,10 @@ def test_server_start_up_picks_the_onnx_model(tmp_path: Path, models_dir: Path) 
         _env_file=None, data_dir=tmp_path, models_dir=tmp_path / "none",
         cross_encoder_path=tiny_cross_encoder_dir()), env={})
     assert isinstance(plain, CrossEncoderReranker)
+    # a different model whose directory has the same name is not mistaken for the built one
+    other = tmp_path / "elsewhere" / "tiny-ce"
+    other.mkdir(parents=True)
+    assert find_built_model(str(other), models_dir) is None
     assert registry.get("rerankers", "onnx-cross-encoder") is OnnxCrossEncoderReranker
     with pytest.raises(ModelLoadError, match="not built"):
         OnnxCrossEncoderReranker(OnnxCrossEncoderConfig(model="nope", models_dir=tmp_path))

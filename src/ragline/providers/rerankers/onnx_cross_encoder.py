@@ -54,13 +54,29 @@ def find_built_model(model: str, models_dir: Path | None = None) -> Path | None:
     """The directory of a built ONNX reranker for ``model`` (a path or a name), if any."""
     from ragline.providers.embedders.local_onnx import models_dir as default_models_dir
 
-    candidates = [Path(model).expanduser()]
     root = default_models_dir(models_dir)
-    candidates += [root / model, root / f"{slug(model)}{SUFFIX}"]
-    for path in candidates:
-        if (path / MANIFEST).is_file() and (path / "model.onnx").is_file():
-            return path.resolve()
+    direct = [Path(model).expanduser(), root / model]
+    by_source = root / f"{slug(model)}{SUFFIX}"
+    for path in [*direct, by_source]:
+        if not ((path / MANIFEST).is_file() and (path / "model.onnx").is_file()):
+            continue
+        if path == by_source and not _built_from(path, model):
+            continue  # another model whose name has the same last component
+        return path.resolve()
     return None
+
+
+def _built_from(path: Path, model: str) -> bool:
+    try:
+        source = str(json.loads((path / MANIFEST).read_text()).get("source", ""))
+    except (OSError, ValueError, AttributeError):
+        return False
+    if source == model:
+        return True
+    try:
+        return Path(source).expanduser().resolve() == Path(model).expanduser().resolve()
+    except OSError:
+        return False
 
 
 class OnnxCrossEncoderReranker:
