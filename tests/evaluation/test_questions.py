@@ -107,9 +107,9 @@ def test_diff_lists_regressions_improvements_and_question_changes() -> None:
 @pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
     settings = fake_settings(tmp_path)
-    rl = Ragline(settings)
+    rl = Ragline(settings).start()
     try:
-        rl.ingest.run_directory("book", rl.tenant, BOOK)
+        rl.services.ingest.run_directory("book", rl.owner().tenant, BOOK)
     finally:
         rl.close()
     return settings.data_dir

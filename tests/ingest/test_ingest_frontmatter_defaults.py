@@ -18,8 +18,7 @@ from tests.ingestion_support import (
     few_payload_indexes,  # noqa: F401 (fixture)
 )
 
-from ragline.core.filters import parse_where
-from ragline.facade import Ragline
+from ragline.facade import Ragline, SearchRequest
 from ragline.ingest import load_bytes
 from ragline.ingest.metadata import (
     SPEC_FRONTMATTER_DEFAULTS,
@@ -27,7 +26,6 @@ from ragline.ingest.metadata import (
     normalize_metadata,
     storable_key,
 )
-from ragline.services.retrieval import SearchQuery
 
 pytestmark = pytest.mark.usefixtures("few_payload_indexes")
 SPEC = SPEC_FRONTMATTER_DEFAULTS
@@ -125,15 +123,15 @@ def test_storable_key_and_odd_yaml_keys() -> None:
 
 @pytest.fixture
 def rl(tmp_path: Path) -> Iterator[Ragline]:
-    r = Ragline(fake_settings(tmp_path))
+    r = Ragline(fake_settings(tmp_path)).start()
     yield r
     r.close()
 
 
 def _tier_search(rl: Ragline, collection: str, tier: int) -> set[str]:
-    res = rl.retrieval.search_sync(SearchQuery(
-        collection=collection, tenant="default", query="module sensing code", mode="dense",
-        where=parse_where({"hardware_tier": {"$lte": tier}}), limit=100))
+    res = rl.search_sync(rl.owner(), SearchRequest(
+        collection=collection, query="module sensing code", mode="dense",
+        where={"hardware_tier": {"$lte": tier}}, limit=100))
     return {str(h.metadata["parent_doc_id"]) for h in res.hits}
 
 
@@ -141,7 +139,7 @@ def test_tier_filter_keeps_overviews_and_can_be_configured_per_collection(
     rl: Ragline, tmp_path: Path
 ) -> None:
     book = copy_book(tmp_path)
-    stats = rl.ingest.run_directory("book", "default", book)
+    stats = rl.services.ingest.run_directory("book", "default", book)
     assert any("README.md" in w and "hardware_tier" in w for w in stats.warnings)
     tier1 = _tier_search(rl, "book", 1)
     assert "README" in tier1 and "module-1-foundations/README" in tier1
@@ -151,14 +149,15 @@ def test_tier_filter_keeps_overviews_and_can_be_configured_per_collection(
         rl, "book", 2)
 
     # per collection: {} switches the rule off, so READMEs have no tier and drop out
-    rl.collections.create("strict", {"frontmatter_defaults": {}}, embedding_provider="fake")
-    rl.ingest.run_directory("strict", "default", book)
+    rl.create_collection(rl.owner(), "strict", {"frontmatter_defaults": {}},
+                         embedding_provider="fake")
+    rl.services.ingest.run_directory("strict", "default", book)
     strict = _tier_search(rl, "strict", 1)
     assert "README" not in strict and "module-1-foundations/README" not in strict
     assert "module-1-foundations/chapter-2-code/01-code-and-tables" in strict
     # other defaults: overviews count as tier 3
-    rl.collections.create("tier3", {"frontmatter_defaults": {"hardware_tier": 3}},
-                          embedding_provider="fake")
-    rl.ingest.run_directory("tier3", "default", book)
+    rl.create_collection(rl.owner(), "tier3", {"frontmatter_defaults": {"hardware_tier": 3}},
+                         embedding_provider="fake")
+    rl.services.ingest.run_directory("tier3", "default", book)
     assert "README" not in _tier_search(rl, "tier3", 2)
     assert "README" in _tier_search(rl, "tier3", 3)

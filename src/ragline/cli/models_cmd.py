@@ -35,15 +35,14 @@ def build_reranker(
     """
     from ragline.cli.main import build_settings
     from ragline.errors import RaglineError
-    from ragline.providers.embedders.local_onnx import models_dir as default_models_dir
-    from ragline.providers.rerankers.onnx_export import build_reranker as build
+    from ragline.models import build_reranker as build
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     console = Console(stderr=True)
-    root = default_models_dir(models_dir or build_settings().models_dir)
     try:
-        result = build(name_or_path, root, out=out, force=force, quantize=not fp32)
+        result = build(name_or_path, models_dir or build_settings().models_dir, out=out,
+                       force=force, quantize=not fp32)
     except RaglineError as exc:
         console.print(f"[red]error:[/red] {exc.message}")
         raise typer.Exit(1) from exc

@@ -2,11 +2,11 @@
 
 A team writes the questions its users ask, each with the source(s) that
 should answer it, in a JSONL or YAML file (see ``docs/evaluation.md``). Every
-question is searched through :meth:`RetrievalService.search_sync`, the same
-planning and store calls as the HTTP API and ``ragline eval beir``, so the
-numbers describe what users get. A run's JSON report can be given back as the
-baseline of a later run, which then lists the questions that moved; metrics
-can be checked against thresholds, so retrieval regressions fail CI.
+question is searched through :meth:`Ragline.search_sync`, the same pipeline as
+the HTTP API and ``ragline eval beir``, so the numbers describe what users get.
+A run's JSON report can be given back as the baseline of a later run, which
+then lists the questions that moved; metrics can be checked against
+thresholds, so retrieval regressions fail CI.
 
 Two ranks are kept per question: ``rank``, the 1-based position of the first
 result from an expected source (what a user sees in the top k), and
@@ -25,10 +25,8 @@ from typing import Any
 
 import yaml
 
-from ragline.core.filters import parse_where
 from ragline.errors import InvalidInput
-from ragline.facade import Ragline
-from ragline.services.retrieval import Mode, SearchQuery
+from ragline.facade import Ragline, SearchRequest
 
 DEFAULT_KS: tuple[int, ...] = (1, 3, 5)
 REPORT_VERSION = 1
@@ -191,19 +189,20 @@ def score(results: Sequence[QuestionResult], ks: Iterable[int] = DEFAULT_KS) -> 
 
 
 def evaluate(rl: Ragline, questions: Sequence[Question], collection: str,
-             mode: Mode | None = None, *, ks: Iterable[int] = DEFAULT_KS, depth: int = 50,
-             where: dict[str, Any] | None = None, tenant: str | None = None) -> Report:
-    """Search every question in ``collection`` and rank its expected sources."""
+             mode: str | None = None, *, ks: Iterable[int] = DEFAULT_KS, depth: int = 50,
+             where: dict[str, Any] | None = None) -> Report:
+    """Search every question in ``collection`` (as the data directory's owner) and rank
+    its expected sources."""
     ks = sorted(set(ks))
     depth = max(depth, *ks)
+    me = rl.owner()
     results: list[QuestionResult] = []
     for q in questions:
         filters = [f for f in (where, q.where) if f]
-        node = parse_where(filters[0] if len(filters) == 1 else {"$and": filters}
-                           ) if filters else None
-        res = rl.retrieval.search_sync(SearchQuery(
-            collection=collection, tenant=tenant or rl.tenant, query=q.question, mode=mode,
-            where=node, limit=depth))
+        combined = (filters[0] if len(filters) == 1 else {"$and": filters}) if filters else None
+        res = rl.search_sync(me, SearchRequest(
+            collection=collection, query=q.question, mode=mode,  # type: ignore[arg-type]
+            where=combined, limit=depth))
         rank = source_rank = None
         sources: list[str] = []
         for position, hit in enumerate(res.hits, start=1):

@@ -15,12 +15,11 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from ragline.errors import InvalidInput
+from ragline.errors import InvalidInput, ModelLoadError
 from ragline.providers.registry import registry
 from ragline.providers.rerankers.base import Reranker
 from ragline.providers.rerankers.cross_encoder import (
     CrossEncoderReranker,
-    ModelLoadError,
     ModelSource,
     load_from_settings,
 )

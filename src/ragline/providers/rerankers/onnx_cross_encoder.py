@@ -26,10 +26,9 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import Field
 
-from ragline.errors import InvalidInput, RaglineError
+from ragline.errors import InvalidInput, ModelLoadError, RaglineError, RerankError
 from ragline.providers.base import Health, ProviderConfig
 from ragline.providers.rerankers.base import RerankedItem
-from ragline.providers.rerankers.cross_encoder import ModelLoadError, RerankError
 from ragline.providers.rerankers.onnx_export import MANIFEST, SUFFIX, slug
 
 log = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragline.errors import RaglineError
+from ragline.errors import ModelExportError as ExportError
 
 log = logging.getLogger(__name__)
 
@@ -45,12 +45,6 @@ PROBE_DOCS = [
     "An IMU reports acceleration and angular velocity.",
     "Tomatoes grow best in warm, sunny weather.",
 ]
-
-
-class ExportError(RaglineError):
-    """The cross-encoder could not be loaded, exported or verified."""
-
-    code = "export_failed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +105,8 @@ def _export(tok: Any, model: Any, dst: Path, input_names: list[str]) -> None:
             self.m = m
 
         def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
-            return self.m(**dict(zip(input_names, inputs, strict=True))).logits
+            logits: torch.Tensor = self.m(**dict(zip(input_names, inputs, strict=True))).logits
+            return logits
 
     enc = tok([PROBE_QUERY, "short"], [PROBE_DOCS[0], "a longer second document text"],
               padding=True, return_tensors="pt")
