@@ -150,14 +150,14 @@ def test_tier_filter_keeps_overviews_and_can_be_configured_per_collection(
 
     # per collection: {} switches the rule off, so READMEs have no tier and drop out
     rl.create_collection(rl.owner(), "strict", {"frontmatter_defaults": {}},
-                         embedding_provider="fake")
+                         embed={"provider": "fake"})
     rl.services.ingest.run_directory("strict", "default", book)
     strict = _tier_search(rl, "strict", 1)
     assert "README" not in strict and "module-1-foundations/README" not in strict
     assert "module-1-foundations/chapter-2-code/01-code-and-tables" in strict
     # other defaults: overviews count as tier 3
     rl.create_collection(rl.owner(), "tier3", {"frontmatter_defaults": {"hardware_tier": 3}},
-                         embedding_provider="fake")
+                         embed={"provider": "fake"})
     rl.services.ingest.run_directory("tier3", "default", book)
     assert "README" not in _tier_search(rl, "tier3", 2)
     assert "README" in _tier_search(rl, "tier3", 3)
