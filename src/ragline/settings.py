@@ -16,6 +16,10 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
+def _spec_frontmatter_defaults() -> dict[str, str | int | float | bool]:
+    return {"proficiency_level": "A2", "hardware_tier": 1}
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="RAGLINE_", env_file=".env", extra="ignore", env_file_encoding="utf-8"
@@ -124,6 +128,13 @@ class Settings(BaseSettings):
     ingest_defaults: dict[str, str | int | float | bool] = Field(
         default_factory=dict, description="Metadata every ingested source starts from "
         "(frontmatter overrides it), e.g. {\"hardware_tier\": 1}."
+    )
+    ingest_frontmatter_defaults: dict[str, str | int | float | bool] = Field(
+        default_factory=_spec_frontmatter_defaults,
+        description="Spec 004: Markdown sources missing one of these fields, or with a "
+        "malformed value, get this value and a warning naming the file (so tier filters keep "
+        "tier-agnostic pages). A collection's metadata.frontmatter_defaults overrides it; {} "
+        "turns it off.",
     )
     ingest_path_pattern: str | None = Field(
         None, description="Regex with named groups giving metadata from a file's relative path."
