@@ -22,7 +22,8 @@ install: $(STAMP)
 serve: $(STAMP)
 	$(BIN)/ragline serve --host $(HOST) --port $(PORT) --data-dir $(DATA)
 
-test: $(STAMP)
+# The CI command: lint, types and import contracts first (seconds), then the suite.
+test: $(STAMP) lint
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q
 
 # The real-LLM tier (tests/llm, marker "llm"): llama.cpp's server with SmolLM2-135M, in a
@@ -47,6 +48,7 @@ bench-chat: $(STAMP) $(LLM_STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_store.py

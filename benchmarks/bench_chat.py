@@ -33,10 +33,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ragline.facade import Ragline
+from ragline.facade import DocumentInput, Ragline
 from ragline.providers.llms.openai_compat import OpenAIChatModel
 from ragline.services.chat import DECISION_MAX_TOKENS
-from ragline.services.documents import DocumentInput
 from ragline.settings import Settings
 from ragline.testing.llama_server import MODEL_ALIAS, llama_server
 
@@ -60,7 +59,7 @@ async def run(rl: Ragline, baseline: OpenAIChatModel, turns: int, warmup: int
     base: list[dict[str, float]] = []
     for i in range(warmup + turns):
         q = QUESTIONS[i % len(QUESTIONS)]
-        turn = await rl.chat_turn(rl.tenant, q, collection="kb")
+        turn = await rl.chat_turn(rl.owner(), q, collection="kb")
         async for _ in turn.events():
             pass
         if i < warmup:
@@ -96,15 +95,15 @@ def scripted(turns: int, warmup: int) -> dict[str, Any]:
                             default=answer)
     with tempfile.TemporaryDirectory() as tmp:
         rl = Ragline(Settings(data_dir=Path(tmp) / "data", _env_file=None),  # type: ignore[call-arg]
-                     llm=llm)
-        rl.collections.create("kb", embedding_provider="local")
-        rl.documents.add("kb", [DocumentInput(t, {"title": f"fact {i}"})
-                                for i, t in enumerate(FACTS)], rl.tenant)
+                     llm=llm).start()
+        rl.create_collection(rl.owner(), "kb", embed={"provider": "local"})
+        rl.add_documents(rl.owner(), "kb", [DocumentInput(t, {"title": f"fact {i}"})
+                                            for i, t in enumerate(FACTS)])
 
         async def go() -> list[dict[str, float]]:
             rows = []
             for i in range(warmup + turns):
-                turn = await rl.chat_turn(rl.tenant, QUESTIONS[i % len(QUESTIONS)] + f" #{i}",
+                turn = await rl.chat_turn(rl.owner(), QUESTIONS[i % len(QUESTIONS)] + f" #{i}",
                                           collection="kb")
                 async for _ in turn.events():
                     pass
@@ -135,11 +134,11 @@ def main() -> None:
         settings = Settings(data_dir=Path(tmp) / "data", llm_base_url=url,  # type: ignore[call-arg]
                             llm_model=MODEL_ALIAS, llm_max_tokens=args.max_tokens,
                             _env_file=None)
-        rl = Ragline(settings)
-        rl.collections.create("kb", embedding_provider="local")
-        rl.documents.add("kb", [DocumentInput(t, {"title": f"fact {i}",
-                                                  "source_path": f"facts/{i}.md"})
-                                for i, t in enumerate(FACTS)], rl.tenant)
+        rl = Ragline(settings).start()
+        rl.create_collection(rl.owner(), "kb", embed={"provider": "local"})
+        rl.add_documents(rl.owner(), "kb", [DocumentInput(t, {"title": f"fact {i}",
+                                                              "source_path": f"facts/{i}.md"})
+                                            for i, t in enumerate(FACTS)])
         baseline = OpenAIChatModel(base_url=url, model=MODEL_ALIAS, max_tokens=args.max_tokens)
         result = asyncio.run(run(rl, baseline, args.turns, args.warmup))
         rl.close()

@@ -7,18 +7,20 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
 from ragline.api.app import create_app
-from ragline.facade import Ragline
+from ragline.core.principal import Principal
+from ragline.facade import DocumentInput, Ragline
 from ragline.providers.registry import registry
-from ragline.services.documents import DocumentInput
 from ragline.settings import Settings
 from ragline.testing.fake_embedder import FakeEmbedder
 from ragline.testing.scripted_llm import ScriptedChatModel
+from tests.ingestion_support import fake_settings
 
 DOCS = [
     {"id": "paris", "text": "Paris is the capital of France",
@@ -43,16 +45,17 @@ def llm() -> ScriptedChatModel:
 @pytest.fixture
 def rl(settings: Settings, llm: ScriptedChatModel) -> Iterator[Ragline]:
     registry.register("embedders", "fake", FakeEmbedder)
-    r = Ragline(settings, llm=llm)
-    r.collections.create("kb", embedding_provider="fake")
-    r.documents.add("kb", [DocumentInput(d["text"], d["metadata"], None, d["id"])  # type: ignore[arg-type]
-                           for d in DOCS], r.tenant)
-    r.documents.add("kb", [DocumentInput("Paris secret of another tenant", {}, None, "theirs")],
-                    "other-tenant")
-    r.collections.create("rb", embedding_provider="fake")
-    r.documents.add("rb", [DocumentInput(t, {"tags": tags, "applicable_shapes": shapes,
-                                             "source_path": path}, None, i)
-                           for i, t, tags, shapes, path in RUNBOOKS], r.tenant)
+    r = Ragline(settings, llm=llm).start()
+    owner = r.owner()
+    r.create_collection(owner, "kb", embed={"provider": "fake"})
+    r.add_documents(owner, "kb", [DocumentInput(d["text"], d["metadata"], None, d["id"])  # type: ignore[arg-type]
+                                  for d in DOCS])
+    r.add_documents(Principal("other-tenant"), "kb",
+                    [DocumentInput("Paris secret of another tenant", {}, None, "theirs")])
+    r.create_collection(owner, "rb", embed={"provider": "fake"})
+    r.add_documents(owner, "rb", [DocumentInput(t, {"tags": tags, "applicable_shapes": shapes,
+                                                    "source_path": path}, None, i)
+                                  for i, t, tags, shapes, path in RUNBOOKS])
     yield r
     r.close()
 
@@ -201,3 +204,52 @@ def test_turn_embeds_the_query_once_per_connection_and_model(
                                               "stream": False}).json()
     assert body["path"] == "tool"
     assert "query embedding cache hit (fake:" in caplog.text  # kb and rb share the embedder
+
+
+def test_with_auth_on_a_user_key_chats_over_its_own_tenant_only(tmp_path: Path) -> None:
+    """Real keys (auth on): alice's chat context holds alice's documents, never bob's; a
+    collection reserved to bob's tenant is a 404 to her, named directly or by a tool."""
+    llm = ScriptedChatModel()
+    rl = Ragline(fake_settings(tmp_path, auth="on", default_collection="kb"), llm=llm).start()
+    me = rl.owner()
+    keys = {who: rl.create_key(me, "user", who)[1] for who in ("alice", "bob")}
+    with TestClient(create_app(ragline=rl)) as c:
+        def post(who: str, url: str, body: Any) -> Any:
+            return c.post(url, json=body, headers={"Authorization": f"Bearer {keys[who]}"})
+
+        rl.create_collection(me, "kb", embed={"provider": "fake"})
+        rl.create_collection(me, "bobs", metadata={"tenants": ["bob"]},
+                             embed={"provider": "fake"})
+        for who, text in (("alice", "Paris is the capital of France, says alice"),
+                          ("bob", "Paris is the capital of France, says bob")):
+            r = post(who, "/collections/kb/documents",
+                     {"documents": [{"id": f"{who}-doc", "text": text}]})
+            assert r.status_code == 200, r.text
+        assert post("bob", "/collections/bobs/documents",
+                    {"documents": [{"id": "bob-private", "text": "bob private notes"}]}
+                    ).status_code == 200
+        assert c.post("/api/chat", json={"message": "hi"}).status_code == 401
+
+        llm.replies += ['{"tool_name": "none"}', "Paris."]
+        r = post("alice", "/api/chat", {"message": "Paris is the capital of France",
+                                        "collection": "kb", "stream": False})
+        assert r.status_code == 200, r.text
+        assert [s["id"] for s in r.json()["sources"]] == ["alice-doc"]
+        assert "says alice" in llm.calls[-1].prompt and "says bob" not in llm.calls[-1].prompt
+        cid = r.json()["conversation_id"]
+        assert c.get(f"/api/conversations/{cid}",
+                     headers={"Authorization": f"Bearer {keys['bob']}"}).status_code == 404
+
+        denied = post("alice", "/api/chat", {"message": "notes", "collection": "bobs",
+                                             "stream": False})
+        assert denied.status_code == 404 and denied.json()["error"] == "collection_not_found"
+
+        llm.replies += [json.dumps({"tool_name": "search_knowledge_base",
+                                    "arguments": {"query": "private notes",
+                                                  "collection": "bobs"}}), "Nothing."]
+        r = post("alice", "/api/chat", {"message": "bob's notes?", "collection": "kb",
+                                        "stream": False})
+        assert r.status_code == 200, r.text
+        assert r.json()["path"] == "tool" and r.json()["sources"] == []
+        assert "bob private notes" not in llm.calls[-1].prompt
+    rl.close()

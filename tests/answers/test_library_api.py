@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from ragline.core.principal import Principal
 from ragline.errors import InvalidInput, LLMNotConfigured
 from ragline.facade import Ragline
 from ragline.providers.registry import registry
@@ -18,8 +19,8 @@ from ragline.testing.scripted_llm import ScriptedChatModel
 @pytest.fixture
 def rl(settings: Settings) -> Iterator[Ragline]:
     registry.register("embedders", "fake", FakeEmbedder)
-    r = Ragline(settings, llm=ScriptedChatModel(default="not json"))
-    r.collections.create("rb", embedding_provider="fake")
+    r = Ragline(settings, llm=ScriptedChatModel(default="not json")).start()
+    r.create_collection(r.owner(), "rb", embed={"provider": "fake"})
     yield r
     r.close()
 
@@ -38,11 +39,16 @@ def test_embed_store_find_similar(rl: Ragline) -> None:
     with pytest.raises(InvalidInput):  # atomic: the bad chunk fails the whole batch
         rl.store_batch("rb", [{"id": "c2", "text": "disk"}, {"id": "c3", "text": "x",
                                                              "metadata": {"bad": {"x": 1}}}])
-    assert rl.documents.count("rb", rl.tenant) == 1
+    assert rl.get_collection(rl.owner(), "rb").count == 1
     rl.store_batch("rb", [{"id": "c2", "text": "disk full"}, {"id": "c3", "text": "cpu hot"}])
     found = rl.find_similar(one, 2, collection="rb")
     assert found[0]["id"] == "c1" and found[0]["score"] > found[1]["score"]
-    assert rl.find_similar(one, 2, collection="rb", tenant="someone-else") == []
+    assert rl.find_similar(one, 2, collection="rb", caller=Principal("someone-else")) == []
+    theirs = rl.store_chunk("rb", {"id": "t1", "text": "High memory usage on compute instance"},
+                            caller=Principal("someone-else"))
+    assert [h["id"] for h in rl.find_similar(one, 2, collection="rb",
+                                             caller=Principal("someone-else"))] == [theirs]
+    assert "t1" not in [h["id"] for h in rl.find_similar(one, 5, collection="rb")]
 
 
 def test_format_prompt_generate_and_fallback(rl: Ragline) -> None:
@@ -58,7 +64,7 @@ def test_format_prompt_generate_and_fallback(rl: Ragline) -> None:
 
 
 def test_library_without_model_names_the_settings(settings: Settings) -> None:
-    r = Ragline(settings)
+    r = Ragline(settings).start()
     try:
         with pytest.raises(LLMNotConfigured, match="RAGLINE_LLM_BASE_URL"):
             r.generate_checklist({"title": "x"}, [])

@@ -17,7 +17,7 @@ def test_readme_library_example_runs(tmp_path: Path, capsys: pytest.CaptureFixtu
     ns: dict[str, object] = {"data_dir": tmp_path / "data"}
     exec(compile(block.group(1), "README.md", "exec"), ns)
     out = capsys.readouterr().out
-    assert [h["metadata"]["source_path"] for h in ns["hits"]] == ["runbooks/cpu.md"]  # type: ignore[attr-defined,index]
+    assert [h.metadata["source_path"] for h in ns["hits"]] == ["runbooks/cpu.md"]  # type: ignore[attr-defined,index]
     assert ns["chunks"][0].metadata["source_path"] == "runbooks/cpu.md"  # type: ignore[attr-defined,index]
     assert "High CPU usage" in ns["llm"].calls[-1].prompt  # type: ignore[attr-defined]
     assert "CPU triage ['Run top'] ['runbooks/cpu.md'" in out

@@ -7,9 +7,10 @@ from ragline.services.tool_choice import (
     extract_json_object,
     parse_tool_decision,
 )
+from ragline.services.tools.base import Tool
 from ragline.services.tools.builtin import FetchUrl, SearchKnowledgeBase
 
-TOOLS = {"fetch_url": FetchUrl(), "search_knowledge_base": SearchKnowledgeBase()}
+TOOLS: dict[str, Tool] = {"fetch_url": FetchUrl(), "search_knowledge_base": SearchKnowledgeBase()}
 
 
 def test_fenced_and_surrounded_json_is_found() -> None:

@@ -52,7 +52,7 @@ def run_job(client: TestClient, **body: Any) -> dict[str, Any]:
     assert r.status_code == 202, r.text
     started = r.json()
     assert started["status"] == "queued" and set(started) >= {"job_id", "status"}
-    rl_of(client).jobs.wait(started["job_id"], timeout=60)
+    rl_of(client).services.jobs.wait(started["job_id"], timeout=60)
     status = client.get(f"/ingestion/status/{started['job_id']}")
     assert status.status_code == 200
     return status.json()  # type: ignore[no-any-return]
@@ -68,7 +68,9 @@ def test_trigger_runs_a_job_and_reports_exact_counters(client: TestClient,
     count = client.get("/collections/book").json()["count"]
     assert job["chunks_created"] == count == job["texts_embedded"] > 0
     assert job["started_at"] and job["finished_at"] and job["duration_s"] >= 0
-    assert job["warnings"] and "malformed frontmatter" in job["warnings"][0]
+    # the malformed frontmatter, and spec 004's defaults announced for pages without them
+    assert sum("malformed frontmatter" in w for w in job["warnings"]) == 1
+    assert any(w.startswith("README.md: no proficiency_level") for w in job["warnings"])
     edit_section(book / SENSING, "Cameras", "Cameras, rewritten for the second job.")
     second = run_job(client, collection="book", path=str(book))
     assert (second["files_changed"], second["files_skipped"]) == (1, 5)
@@ -104,7 +106,8 @@ def test_missing_collection_is_created_with_the_default_embedder(client: TestCli
     job = run_job(client, path=str(copy_book(tmp_path)))  # default collection "book"
     assert job["status"] == "succeeded" and job["collection"] == "book"
     info = client.get("/collections/book").json()
-    assert info["embedding_provider"] == "fake" and info["dimension"] == 16
+    assert info["embed"]["provider"] == "fake"
+    assert info["dimension"] == 16
 
 
 def test_jobs_interrupted_by_a_restart_are_failed_and_can_be_rerun(tmp_path: Path) -> None:
@@ -121,6 +124,6 @@ def test_jobs_interrupted_by_a_restart_are_failed_and_can_be_rerun(tmp_path: Pat
         assert job["status"] == "failed" and job["error"] == "interrupted by restart"
         r = client.post(f"/ingestion/jobs/{stuck.id}/rerun")
         assert r.status_code == 202 and r.json()["rerun_of"] == stuck.id
-        rl_of(client).jobs.wait(r.json()["job_id"], timeout=60)
+        rl_of(client).services.jobs.wait(r.json()["job_id"], timeout=60)
         again = client.get(f"/ingestion/status/{r.json()['job_id']}").json()
         assert again["status"] == "succeeded" and again["files_changed"] == 6

@@ -16,11 +16,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from ragline.api.app import create_app
-from ragline.facade import Ragline
+from ragline.facade import DocumentInput, Ragline
 from ragline.prompts import Prompts
 from ragline.providers.llms.openai_compat import OpenAIChatModel
-from ragline.services.documents import DocumentInput
 from ragline.services.tool_choice import describe_tools, extract_json_object, parse_tool_decision
+from ragline.services.tools.base import Tool
 from ragline.services.tools.builtin import FetchUrl, SearchKnowledgeBase
 from ragline.settings import Settings
 from ragline.testing.llama_server import MODEL_ALIAS, RecordingProxy
@@ -45,7 +45,8 @@ async def test_tool_decision_json_round_trip(proxy: RecordingProxy) -> None:
     """JSON mode makes the server constrain its output to JSON; ragline parses it and
     validates it against the real tools (a decision naming an unknown tool degrades to
     'none' with a reason, which is also a valid outcome)."""
-    tools = {"fetch_url": FetchUrl(), "search_knowledge_base": SearchKnowledgeBase()}
+    tools: dict[str, Tool] = {"fetch_url": FetchUrl(),
+                              "search_knowledge_base": SearchKnowledgeBase()}
     llm = OpenAIChatModel(base_url=proxy.url, model=MODEL_ALIAS, max_tokens=64)
     prompt = Prompts("ragline").tool_decision(describe_tools(tools), None,
                                               "Read https://example.com for me")
@@ -64,11 +65,11 @@ async def test_tool_decision_json_round_trip(proxy: RecordingProxy) -> None:
 def client(tmp_path: Path, proxy: RecordingProxy) -> Iterator[TestClient]:
     settings = Settings(data_dir=tmp_path / "data", llm_base_url=proxy.url,  # type: ignore[call-arg]
                         llm_model=MODEL_ALIAS, llm_max_tokens=32, _env_file=None)
-    rl = Ragline(settings)
-    rl.collections.create("kb", embedding_provider="local")
-    rl.documents.add("kb", [DocumentInput(FACT, {"title": "France",
-                                                 "source_path": "geo/france.md"}, None, "fr")],
-                     rl.tenant)
+    rl = Ragline(settings).start()
+    rl.create_collection(rl.owner(), "kb", embed={"provider": "local"})
+    rl.add_documents(rl.owner(), "kb", [DocumentInput(FACT, {"title": "France",
+                                                             "source_path": "geo/france.md"},
+                                                      None, "fr")])
     with TestClient(create_app(ragline=rl)) as c:
         yield c
     rl.close()

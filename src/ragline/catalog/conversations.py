@@ -90,7 +90,7 @@ class ConversationTable:
         return Conversation(cid, tenant, collection, "", ts, ts)
 
     def _head(self, tenant: str, conversation_id: str) -> sqlite3.Row:
-        row = self.catalog.read().execute(
+        row: sqlite3.Row | None = self.catalog.read().execute(
             "SELECT * FROM conversations WHERE id=? AND tenant=?",
             (conversation_id, tenant)).fetchone()
         if row is None:

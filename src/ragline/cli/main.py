@@ -6,7 +6,6 @@ Settings are built here, once, from the environment plus the flags given.
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import Annotated
 
@@ -23,17 +22,21 @@ log = logging.getLogger("ragline")
 def _register_subcommands() -> None:
     from ragline.cli.eval_cmd import eval_app
     from ragline.cli.ingest_cmd import ingest
+    from ragline.cli.keys_cmd import keys_app
+    from ragline.cli.mcp_cmd import mcp
+    from ragline.cli.models_cmd import models_app
 
     app.add_typer(eval_app, name="eval")
+    app.add_typer(keys_app, name="keys")
+    app.add_typer(models_app, name="models")
     app.command("ingest")(ingest)
+    app.command("mcp")(mcp)
 
 
 def _cross_encoder_help() -> str:
-    try:
-        from ragline.providers.rerankers.catalog import help_text
-    except ImportError:
-        return "Cross-encoder model (Hugging Face name or cached id) for /rerank."
-    return help_text()
+    from ragline.models import reranker_help
+
+    return reranker_help()
 
 
 def build_settings(data_dir: Path | None = None, **overrides: object) -> Settings:
@@ -58,13 +61,12 @@ def serve(
 ) -> None:
     """Serve the HTTP API (embedded store, nothing else to start)."""
     if list_reranker_models:
-        from ragline.providers.rerankers.catalog import render_list
+        from ragline.models import reranker_list
 
-        typer.echo(render_list())
+        typer.echo(reranker_list())
         raise typer.Exit(0)
     logging.basicConfig(level=log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     settings = build_settings(data_dir, host=host, port=port, log_level=log_level,
                               cross_encoder_model=cross_encoder,
                               cross_encoder_path=cross_encoder_path)
@@ -73,24 +75,57 @@ def serve(
     from ragline.api.app import create_app
     from ragline.facade import Ragline
 
+    if settings.auth == "off":
+        if not _loopback(host) and not settings.auth_off_i_understand:
+            typer.echo(f"refusing to serve {host} with RAGLINE_AUTH=off: anyone who can reach "
+                       "the port could read and delete everything. Bind 127.0.0.1, turn auth "
+                       "on, or set RAGLINE_AUTH_OFF_I_UNDERSTAND=1.", err=True)
+            raise typer.Exit(1)
+        log.warning("RAGLINE_AUTH=off: every caller is an admin of the default tenant")
+    rl = Ragline(settings)
+    rl.address = f"http://{host}:{port}"
     try:
-        rl = Ragline(settings)
-        _load_cross_encoder(rl)
+        rl.start()  # lock, recovery and model loading before the port opens
+        first_key = rl.ensure_admin_key()
     except Exception as exc:
         log.critical("start-up failed: %s", exc)
         raise typer.Exit(1) from exc
+    _banner(rl, host, port, first_key)
     try:
         uvicorn.run(create_app(ragline=rl), host=host, port=port, log_level=log_level)
     finally:
         rl.close()
 
 
-def _load_cross_encoder(rl: object) -> None:
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
     try:
-        from ragline.providers.rerankers.cross_encoder import load_from_settings
-    except ImportError:
-        return
-    rl.cross_encoder = load_from_settings(rl.settings)  # type: ignore[attr-defined]
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _banner(rl: object, host: str, port: int, first_key: str | None) -> None:
+    """What a person starting the server needs to know, on stderr, once."""
+    from ragline.facade import Ragline
+
+    assert isinstance(rl, Ragline)
+    s = rl.settings
+    url = f"http://{host}:{port}"
+    lines = [f"ragline serving {url}  (docs: {url}/docs)",
+             f"  data directory: {s.data_dir}",
+             f"  auth: {'on (API keys required)' if s.auth == 'on' else 'OFF'}"]
+    if s.public_search_tenant:
+        lines.append(f"  public search: tenant '{s.public_search_tenant}'")
+    if first_key:
+        lines += ["", "  First start: an admin API key was created. It is shown only now and",
+                  f"  saved (readable by you only) in {s.data_dir / 'admin-key.txt'}:",
+                  "", f"    {first_key}", "",
+                  f"  Try: curl -H 'Authorization: Bearer {first_key}' {url}/collections"]
+    typer.echo("\n".join(lines), err=True)
 
 
 @app.command()
@@ -101,16 +136,14 @@ def optimize(
     """Build HNSW and payload indexes (run while the server is stopped: Edge holds the GIL)."""
     from ragline.facade import Ragline
 
-    rl = Ragline(build_settings(data_dir))
-    try:
-        for c in rl.collections.all():
+    with Ragline(build_settings(data_dir)) as rl:
+        me = rl.owner()
+        for c in rl.list_collections(me):
             if collection and c.name != collection:
                 continue
             if c.dimension:
-                changed = rl.store.optimize(c.shard)
+                changed = rl.optimize_collection(me, c.name)
                 typer.echo(f"{c.name}: {'optimized' if changed else 'already optimal'}")
-    finally:
-        rl.close()
 
 
 _register_subcommands()

@@ -70,6 +70,9 @@ class ChatRequest:
     message: str
     conversation_id: str | None = None
     collection: str | None = None
+    # The facade's caller-scoped retriever (it refuses collections the caller may not
+    # use, e.g. one a tool names); None: the service's own.
+    retriever: Retriever | None = None
 
 
 @dataclass
@@ -151,6 +154,7 @@ class ChatService:
         if len(message) > MAX_MESSAGE_CHARS:
             raise InvalidInput(f"'message' is longer than {MAX_MESSAGE_CHARS} characters")
         llm = self.llm()
+        retriever = req.retriever or self.retriever
         if req.conversation_id:
             conv = self.conversations.get(req.tenant, req.conversation_id, with_messages=False)
         else:
@@ -168,7 +172,7 @@ class ChatService:
         ctx = RagContext(None, [])
         if collection:
             ctx = await fetch_rag_context(
-                self.retriever, req.tenant, collection, plan.query,
+                retriever, req.tenant, collection, plan.query,
                 limit=self.config.context_limit, num_candidates=self.config.num_candidates,
                 embeddings=embeddings)
         timings["retrieval_ms"] = _ms(time.perf_counter() - t)
@@ -195,7 +199,7 @@ class ChatService:
         if decision.tool_name != "none":
             prompt, tool_info, sources = await self._run_tool(
                 decision, tools, req.tenant, collection, embeddings, prompts, message,
-                timings)
+                timings, retriever)
             path = "tool"
         elif rag_context:
             prompt = prompts.strict_context(rag_context, message)
@@ -213,10 +217,10 @@ class ChatService:
 
     async def _run_tool(self, decision: ToolDecision, tools: Mapping[str, Tool], tenant: str,
                         collection: str | None, embeddings: TurnEmbeddings, prompts: Prompts,
-                        message: str, timings: dict[str, float],
+                        message: str, timings: dict[str, float], retriever: Retriever,
                         ) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
         tool = tools[decision.tool_name]
-        tctx = ToolContext(tenant, collection, self.retriever,
+        tctx = ToolContext(tenant, collection, retriever,
                            allow_private_urls=self.config.allow_private_urls,
                            embeddings=embeddings)
         t = time.perf_counter()

@@ -184,4 +184,5 @@ class ChecklistService:
 
 
 def checklist_json(checklist: Checklist) -> dict[str, Any]:
-    return json.loads(checklist.model_dump_json())
+    out: dict[str, Any] = json.loads(checklist.model_dump_json())
+    return out

@@ -99,7 +99,8 @@ class Retriever(Protocol):
                        embeddings: TurnEmbeddings | None = None) -> list[Hit]: ...
 
 
-def relevance(query_vec: Vector | None, doc_vec: Vector | None) -> float | None:
+def relevance(query_vec: Vector | None,
+              doc_vec: Vector | list[float] | None) -> float | None:
     """``0.5 + cosine/2`` (see the module docstring); None without both vectors."""
     if query_vec is None or doc_vec is None:
         return None

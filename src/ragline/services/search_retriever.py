@@ -1,6 +1,8 @@
 """The :class:`~ragline.services.rag_context.Retriever` the answer services use in
-production: the search use case (hybrid by default, boosts, tenant filter) plus the
-per-turn query-embedding cache and the relevance scale.
+production: main's search use case (:class:`~ragline.services.searching.SearchService`,
+the same pipeline as ``POST /search`` and ``Ragline.search``: one default-collection
+rule, filter limits, hybrid by default, boosts, tenant filter) plus the per-turn
+query-embedding cache and the relevance scale.
 
 The query is embedded here, once per ``connectionId:model`` per turn
 (:class:`TurnEmbeddings`), and handed to the search as a pre-computed vector with
@@ -11,39 +13,39 @@ them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import anyio.to_thread
 import numpy as np
 
-from ragline.core.filters import Limits, parse_where
 from ragline.core.types import Vector
 from ragline.services.collections import CollectionService
 from ragline.services.embedders import EmbedderPool
 from ragline.services.rag_context import Hit, TurnEmbeddings, relevance
-from ragline.services.retrieval import RetrievalService, SearchQuery
+from ragline.services.searching import SearchRequest, SearchService
 
 
 class SearchRetriever:
-    """``blocking=True`` runs the sync search path inside the coroutine: for the library
-    API, which drives a turn with ``asyncio.run`` outside the server's event loop."""
+    """Every call carries the tenant; the facade checks the caller may use the collection
+    before a turn starts, the search pipeline filters the store by the tenant."""
 
-    def __init__(self, retrieval: RetrievalService, collections: CollectionService,
-                 embedders: EmbedderPool, limits: Limits, *, blocking: bool = False) -> None:
-        self.blocking = blocking
-        self.retrieval = retrieval
+    def __init__(self, search: SearchService, collections: CollectionService,
+                 embedders: EmbedderPool) -> None:
+        self.search = search
         self.collections = collections
         self.embedders = embedders
-        self.limits = limits
 
     async def embed_query(self, collection: str, text: str,
                           embeddings: TurnEmbeddings | None) -> Vector | None:
+        """The query vector with the collection's server-side embedder (``embed``), or
+        ``None`` for a collection that stores pre-computed embeddings only."""
         info = self.collections.get(collection)
         if not info.dimension or not self.embedders.known(info.embedding_provider):
             return None
         assert info.embedding_provider is not None
         batcher = self.embedders.loaded_batcher(info.embedding_provider, info.embedding_model)
-        if batcher is None and not self.blocking:  # first use loads the model: off the loop
+        if batcher is None:  # first use loads the model: off the event loop
             batcher = await anyio.to_thread.run_sync(
                 self.embedders.batcher, info.embedding_provider, info.embedding_model)
         emb = self.embedders.get(info.embedding_provider, info.embedding_model)
@@ -52,10 +54,7 @@ class SearchRetriever:
             cached = embeddings.get(key, text)
             if cached is not None:
                 return cached
-        if self.blocking or batcher is None:
-            vec = np.asarray(emb.embed([text], "query")[0], dtype=np.float32)
-        else:
-            vec = np.asarray(await batcher.embed_one(text, "query"), dtype=np.float32)
+        vec = np.asarray(await batcher.embed_one(text, "query"), dtype=np.float32)
         if embeddings is not None:
             embeddings.put(key, text, vec)
         return vec
@@ -65,12 +64,29 @@ class SearchRetriever:
                        boost: dict[str, Any] | None = None,
                        embeddings: TurnEmbeddings | None = None) -> list[Hit]:
         vec = await self.embed_query(collection, query, embeddings)
-        q = SearchQuery(collection=collection, tenant=tenant, query=query,
-                        embedding=None if vec is None else vec.tolist(),
-                        where=parse_where(where, self.limits), limit=limit,
-                        candidates=candidates, include_embeddings=vec is not None,
-                        boost=boost)
-        result = (self.retrieval.search_sync(q) if self.blocking
-                  else await self.retrieval.search(q))
+        req = SearchRequest(collection=collection, query=query,
+                            embedding=None if vec is None else vec.tolist(), where=where,
+                            limit=limit, candidates=candidates,
+                            include_embeddings=vec is not None, boost=boost)
+        result = await self.search.search(tenant, req)
         return [Hit(h.id, h.text, h.metadata, h.score, relevance(vec, h.embedding), collection)
                 for h in result.hits]
+
+
+class ScopedRetriever:
+    """A retriever bound to one caller's collection rule: ``check(collection)`` raises
+    (``CollectionNotFound``) for a collection the caller may not use, so neither a
+    conversation's stored collection nor one a tool names can reach around the facade's
+    access check."""
+
+    def __init__(self, inner: SearchRetriever, check: Callable[[str], object]) -> None:
+        self.inner = inner
+        self.check = check
+
+    async def __call__(self, tenant: str, collection: str, query: str, *, limit: int,
+                       where: dict[str, Any] | None = None, candidates: int = 100,
+                       boost: dict[str, Any] | None = None,
+                       embeddings: TurnEmbeddings | None = None) -> list[Hit]:
+        self.check(collection)
+        return await self.inner(tenant, collection, query, limit=limit, where=where,
+                                candidates=candidates, boost=boost, embeddings=embeddings)

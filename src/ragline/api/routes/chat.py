@@ -18,7 +18,7 @@ from fastapi import APIRouter, Response
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
-from ragline.api.deps import RL, Tenant
+from ragline.api.deps import RL, Caller
 from ragline.errors import RaglineError
 
 router = APIRouter(tags=["answers"])
@@ -36,8 +36,8 @@ def sse(event: str, data: dict[str, Any]) -> str:
 
 
 @router.post("/api/chat", response_model=None)
-async def chat(body: ChatBody, rl: RL, tenant: Tenant) -> dict[str, Any] | StreamingResponse:
-    turn = await rl.chat_turn(tenant, body.message, conversation_id=body.conversation_id,
+async def chat(body: ChatBody, rl: RL, caller: Caller) -> dict[str, Any] | StreamingResponse:
+    turn = await rl.chat_turn(caller, body.message, conversation_id=body.conversation_id,
                               collection=body.collection)
     if not body.stream:
         return await turn.run()
@@ -54,11 +54,11 @@ async def chat(body: ChatBody, rl: RL, tenant: Tenant) -> dict[str, Any] | Strea
 
 
 @router.get("/api/conversations/{conversation_id}")
-def get_conversation(conversation_id: str, rl: RL, tenant: Tenant) -> dict[str, Any]:
-    return rl.get_conversation(tenant, conversation_id)
+def get_conversation(conversation_id: str, rl: RL, caller: Caller) -> dict[str, Any]:
+    return rl.get_conversation(caller, conversation_id)
 
 
 @router.delete("/api/conversations/{conversation_id}", status_code=204)
-def delete_conversation(conversation_id: str, rl: RL, tenant: Tenant) -> Response:
-    rl.delete_conversation(tenant, conversation_id)
+def delete_conversation(conversation_id: str, rl: RL, caller: Caller) -> Response:
+    rl.delete_conversation(caller, conversation_id)
     return Response(status_code=204)

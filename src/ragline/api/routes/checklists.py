@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from ragline.api.deps import RL, Tenant
+from ragline.api.deps import RL, Caller
 
 router = APIRouter(tags=["answers"])
 
@@ -25,6 +25,6 @@ class ChecklistBody(BaseModel):
 
 
 @router.post("/api/checklists")
-async def checklist(body: ChecklistBody, rl: RL, tenant: Tenant) -> dict[str, Any]:
+async def checklist(body: ChecklistBody, rl: RL, caller: Caller) -> dict[str, Any]:
     context = body.model_dump(exclude={"collection", "top_k"})
-    return await rl.checklist(tenant, context, collection=body.collection, top_k=body.top_k)
+    return await rl.checklist(caller, context, collection=body.collection, top_k=body.top_k)
