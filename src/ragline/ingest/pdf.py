@@ -31,8 +31,13 @@ def parse_pdf(
     data: bytes, name: str, base: Mapping[str, MetadataValue] | None = None
 ) -> ParsedContent:
     """Extract ``pages`` (1-based) and their joined text; title from the PDF info."""
-    from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
+    try:
+        from pypdf import PdfReader
+        from pypdf.errors import PdfReadError
+    except ImportError as exc:  # an install without the [pdf] extra
+        raise InvalidInput(
+            f"{name}: PDF support is not installed (pip install 'ragline[pdf]')"
+        ) from exc
 
     try:
         reader = PdfReader(io.BytesIO(data))

@@ -114,7 +114,7 @@ def test_models_dir_env_override(
     minilm_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("RAGLINE_MODELS_DIR", str(tmp_path))
-    with pytest.raises(ModelNotLoaded, match=r"build_onnx_model\.py"):
+    with pytest.raises(ModelNotLoaded, match=r"ensure_model\.py"):
         LocalOnnxEmbedder()
     (tmp_path / minilm_dir.name).symlink_to(minilm_dir)
     assert LocalOnnxEmbedder().path == minilm_dir.resolve()
