@@ -8,20 +8,23 @@ way. Storage and services raise these; they never import FastAPI.
 
     RaglineError                      500  internal_error
     ├── InvalidInput                  400  invalid_request
-    │   └── FilterError               400  invalid_filter
+    │   ├── FilterError               400  invalid_filter
+    │   └── ConfigError               400  invalid_config
     ├── AuthenticationError           401  unauthorized
     ├── NotFound                      404  not_found
     │   ├── CollectionNotFound        404  collection_not_found
     │   └── DocumentNotFound          404  document_not_found
     ├── Conflict                      409  conflict
     │   ├── CollectionExists          409  collection_exists
-    │   └── ShardGone                 409  shard_gone
+    │   ├── ShardGone                 409  shard_gone
+    │   └── DataDirNotEmpty           409  data_dir_not_empty
     ├── PayloadTooLarge               413  payload_too_large
     ├── ServiceUnavailable            503  service_unavailable
     │   ├── StoreUnavailable          503  store_unavailable
     │   └── ModelNotLoaded            503  model_not_loaded
     ├── ProviderError                 502  provider_error
-    └── StoreError                    500  store_error
+    ├── StoreError                    500  store_error
+    └── DataFormatError               500  data_format_unsupported
 
 ``status`` is the HTTP status and ``code`` a stable machine-readable name;
 ``message`` is what a person reads and is returned verbatim (the specs fix
@@ -120,3 +123,21 @@ class ProviderError(RaglineError):
 class StoreError(RaglineError):
     status = 500
     code = "store_error"
+
+
+class ConfigError(InvalidInput):
+    """A configuration value (file, environment or flag) is invalid; names the key."""
+
+    code = "invalid_config"
+
+
+class DataDirNotEmpty(Conflict):
+    """A restore was asked into a data directory that already holds data."""
+
+    code = "data_dir_not_empty"
+
+
+class DataFormatError(RaglineError):
+    """The data directory was written by a newer ragline (or is damaged)."""
+
+    code = "data_format_unsupported"

@@ -11,6 +11,7 @@ from typing import Any
 
 from ragline.catalog.ingest_state import IngestState, JobTable
 from ragline.catalog.sqlite import Catalog
+from ragline.datadir import ensure_format
 from ragline.providers.registry import registry
 from ragline.providers.stores.base import VectorStore
 from ragline.providers.stores.qdrant_edge.provider import disk_usage
@@ -30,6 +31,7 @@ class Ragline:
         self.settings = settings or Settings()
         s = self.settings
         s.data_dir.mkdir(parents=True, exist_ok=True)
+        ensure_format(s.data_dir)  # refuses directories written by a newer ragline
         self.catalog = Catalog(s.catalog_path())
         store_cls = registry.get("stores", s.store)
         self.store: VectorStore = store_cls(store_cls.Config(

@@ -14,13 +14,15 @@ import anyio.to_thread
 from fastapi import FastAPI
 
 from ragline import __version__
-from ragline.api import errors
+from ragline.api import docs_ui, errors
+from ragline.api.middleware import RequestContextMiddleware
 from ragline.api.routes import (
     collections,
     context,
     documents,
     health,
     ingestion,
+    meta,
     rag_ingest,
     rerank,
     search,
@@ -48,8 +50,15 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
                 app.state.ragline.close()
 
     app = FastAPI(title="ragline", version=__version__, lifespan=lifespan,
-                  description="Self-hosted RAG backend: collections, documents, search.")
+                  description="Self-hosted RAG backend: collections, documents, search.",
+                  docs_url=None, redoc_url=None)  # served offline by docs_ui
     errors.install(app)
+    docs_ui.install(app)
+    app.include_router(meta.router)
+    if settings.metrics_enabled:
+        app.include_router(meta.metrics_router)
+    # Outermost: every response, errors included, carries X-Request-ID.
+    app.add_middleware(RequestContextMiddleware, access_log_enabled=settings.access_log)
     for module in (health, collections, documents, search, ingestion, context, rag_ingest,
                    rerank):
         app.include_router(module.router)
