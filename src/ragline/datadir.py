@@ -78,3 +78,43 @@ def ensure_format(data_dir: Path) -> int:
         found += 1
         write_version(data_dir, found)
     return found
+
+
+# -- which server holds the directory ------------------------------------------------
+SERVER_FILE: Final = "ragline-server.json"
+
+
+def write_server_file(data_dir: Path, url: str) -> None:
+    """Record that a server (this process) holds the directory, and where it listens.
+
+    The CLI reads it to send work to the server instead of opening shards the
+    server holds (Qdrant Edge allows one process per shard).
+    """
+    tmp = data_dir / (SERVER_FILE + ".tmp")
+    tmp.write_text(json.dumps({"url": url, "pid": os.getpid()}) + "\n")
+    os.replace(tmp, data_dir / SERVER_FILE)
+
+
+def remove_server_file(data_dir: Path) -> None:
+    path = data_dir / SERVER_FILE
+    try:
+        if json.loads(path.read_text()).get("pid") == os.getpid():
+            path.unlink()
+    except (OSError, ValueError):
+        pass
+
+
+def running_server_url(data_dir: Path) -> str | None:
+    """The URL of the live server holding ``data_dir``, or None (stale files ignored)."""
+    try:
+        info = json.loads((data_dir / SERVER_FILE).read_text())
+        pid, url = int(info["pid"]), str(info["url"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass  # alive, someone else's
+    return url

@@ -7,6 +7,7 @@ why they behave the same.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 from ragline.catalog.ingest_state import IngestState, JobTable
@@ -15,6 +16,7 @@ from ragline.datadir import ensure_format
 from ragline.providers.registry import registry
 from ragline.providers.stores.base import VectorStore
 from ragline.providers.stores.qdrant_edge.provider import disk_usage
+from ragline.services.backup import BackupService
 from ragline.services.collections import CollectionService
 from ragline.services.documents import DocumentService
 from ragline.services.embedders import EmbedderPool
@@ -59,12 +61,21 @@ class Ragline:
         self.ingest_state.purge_stale({c.name: c.shard for c in self.collections.all()})
         self.ingest = IngestService(s, self.collections, self.store, self.embedders,
                                     self.ingest_state)
+        self.backups = BackupService(self.catalog, self.store)
         self.jobs = JobService(JobTable(self.catalog), self.ingest, s.job_workers,
                                s.data_dir / "uploads")
 
     @property
     def tenant(self) -> str:
         return self.settings.default_tenant
+
+    def backup(self, dest: Path) -> dict[str, Any]:
+        """Consistent online snapshot of catalog and shards into ``dest`` (services.backup)."""
+        return self.backups.backup(dest)
+
+    def backup_archive(self, workdir: Path) -> Path:
+        """The same snapshot as one tar file under ``workdir`` (for HTTP)."""
+        return self.backups.backup_archive(workdir)
 
     def storage_bytes(self) -> int:
         return disk_usage(self.settings.data_dir)

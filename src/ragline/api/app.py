@@ -17,6 +17,7 @@ from ragline import __version__
 from ragline.api import docs_ui, errors
 from ragline.api.middleware import RequestContextMiddleware
 from ragline.api.routes import (
+    admin,
     collections,
     context,
     documents,
@@ -60,6 +61,6 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
     # Outermost: every response, errors included, carries X-Request-ID.
     app.add_middleware(RequestContextMiddleware, access_log_enabled=settings.access_log)
     for module in (health, collections, documents, search, ingestion, context, rag_ingest,
-                   rerank):
+                   rerank, admin):
         app.include_router(module.router)
     return app

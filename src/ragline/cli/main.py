@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ragline.cli import options
 from ragline.settings import Settings
 
 app = typer.Typer(help="ragline: a self-hosted RAG backend.", no_args_is_help=True,
@@ -21,12 +22,15 @@ log = logging.getLogger("ragline")
 
 
 def _register_subcommands() -> None:
+    from ragline.cli.backup_cmd import backup, restore
     from ragline.cli.config_cmd import config_app
     from ragline.cli.eval_cmd import eval_app
     from ragline.cli.ingest_cmd import ingest
 
     app.add_typer(eval_app, name="eval")
     app.add_typer(config_app, name="config")
+    app.command("backup")(backup)
+    app.command("restore")(restore)
     app.command("ingest")(ingest)
 
 
@@ -38,17 +42,13 @@ def _cross_encoder_help() -> str:
     return help_text()
 
 
-# Set by the --config option of the top-level callback, read by build_settings.
-_options: dict[str, Path | None] = {"config": None}
-
-
 @app.callback()
 def _global_options(
     config: Annotated[Path | None, typer.Option(
         "--config", help="TOML settings file (default: $RAGLINE_CONFIG or ./ragline.toml). "
         "Precedence: flags > environment > file > defaults.")] = None,
 ) -> None:
-    _options["config"] = config
+    options.config_file = config
 
 
 def build_settings(data_dir: Path | None = None, **overrides: object) -> Settings:
@@ -60,7 +60,7 @@ def build_settings(data_dir: Path | None = None, **overrides: object) -> Setting
     if data_dir is not None:
         values["data_dir"] = data_dir
     try:
-        return load_settings(_options["config"], **values)
+        return load_settings(options.config_file, **values)
     except ConfigError as exc:
         typer.echo(f"configuration error: {exc.message}", err=True)
         raise typer.Exit(2) from exc
@@ -107,14 +107,19 @@ def serve(
     except Exception as exc:
         log.critical("start-up failed: %s", exc)
         raise typer.Exit(1) from exc
+    from ragline.cli.banner import base_url
+    from ragline.datadir import remove_server_file, write_server_file
+
     try:
         api = create_app(ragline=rl)
         typer.echo(_banner(rl, api))
+        write_server_file(settings.data_dir, base_url(settings.host, settings.port))
         # log_config=None: uvicorn logs through ours (request ids, JSON); its access
         # log is replaced by ragline.access (route templates, request ids).
         uvicorn.run(api, host=settings.host, port=settings.port, log_level=settings.log_level,
                     log_config=None, access_log=False)
     finally:
+        remove_server_file(settings.data_dir)
         rl.close()
 
 
