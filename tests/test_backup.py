@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import tarfile
 import threading
 import time
 from pathlib import Path
@@ -16,8 +15,12 @@ from ragline.api.app import create_app
 from ragline.datadir import FORMAT_FILE, FORMAT_VERSION
 from ragline.errors import DataDirNotEmpty, DataFormatError, InvalidInput
 from ragline.facade import Ragline
-from ragline.services.backup import restore
+from ragline.services.backup import restore, unpack_archive
 from ragline.settings import Settings
+
+
+def disk_blocks(path: Path) -> int:
+    return sum(f.stat().st_blocks for f in path.rglob("*") if f.is_file())
 
 
 def _settings(path: Path) -> Settings:
@@ -62,11 +65,13 @@ def test_backup_during_concurrent_writes_keeps_every_acknowledged_write(
         for t in threads:
             t.join(10)
         assert not errors and r.status_code == 200, r.text[:300]
-        assert r.headers["content-type"] == "application/x-tar"
+        assert r.headers["content-type"] == "application/gzip"
         assert len(after) > len(before) or len(before) >= 40
     unpacked = tmp_path / "unpacked"
-    with tarfile.open(fileobj=io.BytesIO(r.content)) as tar:
-        tar.extractall(unpacked, filter="data")
+    unpack_archive(io.BytesIO(r.content), unpacked)
+    # Edge preallocates sparse files; the backup keeps them sparse (no GBs of zeros)
+    live_blocks = disk_blocks(tmp_path / "live" / "collections")
+    assert disk_blocks(unpacked / "collections") < 2 * live_blocks + 4096
     manifest = json.loads((unpacked / "backup.json").read_text())
     assert manifest["format_version"] == FORMAT_VERSION
     assert sorted(manifest["collections"]) == ["c", "other"]
@@ -128,3 +133,32 @@ def test_restore_refuses_non_empty_directory_and_newer_backups(tmp_path: Path) -
     assert not (tmp_path / "fresh").exists()
     with pytest.raises(InvalidInput, match="Not a ragline backup"):
         restore(tmp_path / "d" / "collections", tmp_path / "fresh")
+
+
+def test_sparse_copy_keeps_holes_and_bytes(tmp_path: Path) -> None:
+    from ragline.core.sparse import copy_sparse
+
+    src = tmp_path / "sparse.bin"
+    with open(src, "wb") as f:
+        f.write(b"head")
+        f.seek(64 << 20)
+        f.write(b"tail")
+    copy_sparse(src, tmp_path / "copy.bin")
+    copy = (tmp_path / "copy.bin")
+    assert copy.stat().st_size == src.stat().st_size
+    assert copy.read_bytes() == src.read_bytes()
+    assert copy.stat().st_blocks * 512 < 4 << 20  # holes stayed holes
+
+
+def test_unpack_refuses_paths_outside_the_root(tmp_path: Path) -> None:
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        info = tarfile.TarInfo("../evil.txt")
+        info.size = 3
+        tar.addfile(info, io.BytesIO(b"bad"))
+    buf.seek(0)
+    with pytest.raises(InvalidInput, match="outside"):
+        unpack_archive(buf, tmp_path / "out")
+    assert not (tmp_path / "evil.txt").exists()

@@ -2,7 +2,7 @@
 
 Backup goes through the server when one holds the data directory (``--url``,
 or the ``ragline-server.json`` a running ``ragline serve`` leaves there): the
-server snapshots online and streams a tar, unpacked into DEST. With no server,
+server snapshots online and streams a .tar.gz, unpacked into DEST. With no server,
 the data directory is opened directly. Restore never goes through a server: it
 only writes into an empty directory, which no server can be using.
 
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import tarfile
 import tempfile
 from pathlib import Path
 from typing import Annotated
@@ -32,11 +31,13 @@ def _fail(exc: RaglineError) -> typer.Exit:
 def _backup_over_http(url: str, dest: Path, timeout: float) -> dict[str, object]:
     import httpx
 
+    from ragline.services.backup import unpack_archive
+
     if dest.exists() and any(dest.iterdir()):
         raise typer.BadParameter("the destination exists and is not empty", param_hint="DEST")
     dest.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".ragline-backup-", dir=dest.parent) as tmp:
-        archive = Path(tmp) / "backup.tar"
+        archive = Path(tmp) / "backup.tar.gz"
         with httpx.stream("POST", url.rstrip("/") + "/admin/backup", timeout=timeout) as r:
             if r.status_code != 200:
                 r.read()
@@ -45,8 +46,8 @@ def _backup_over_http(url: str, dest: Path, timeout: float) -> dict[str, object]
                 for chunk in r.iter_bytes():
                     out.write(chunk)
         stage = Path(tmp) / "stage"
-        with tarfile.open(archive) as tar:
-            tar.extractall(stage, filter="data")
+        with open(archive, "rb") as f:
+            unpack_archive(f, stage)
         if dest.exists():
             dest.rmdir()
         shutil.move(str(stage), str(dest))

@@ -1,6 +1,6 @@
 """Online backup and restore of a data directory.
 
-A backup is a directory (``ragline backup DEST``) or, over HTTP, a tar of one:
+A backup is a directory (``ragline backup DEST``) or, over HTTP, a .tar.gz of one:
 
 * ``catalog.sqlite3`` - SQLite's online backup API, so the copy is a consistent
   database even while the server reads and writes;
@@ -25,13 +25,15 @@ import json
 import logging
 import os
 import shutil
+import tarfile
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ragline import __version__
 from ragline.catalog.sqlite import Catalog, now_iso
+from ragline.core.sparse import copy_sparse, write_sparse
 from ragline.datadir import FORMAT_VERSION, read_version, write_version
 from ragline.errors import DataDirNotEmpty, DataFormatError, InvalidInput, StoreError
 from ragline.providers.stores.base import VectorStore
@@ -87,16 +89,41 @@ class BackupService:
         return manifest
 
     def backup_archive(self, workdir: Path) -> Path:
-        """A backup packed as one tar file under ``workdir`` (for the HTTP endpoint)."""
-        import tarfile
+        """A backup packed as one .tar.gz under ``workdir`` (for the HTTP endpoint).
 
+        gzip level 1: the shards' sparse files are mostly zeros, which it shrinks
+        cheaply; :func:`unpack_archive` turns them back into holes.
+        """
         snap = workdir / "backup"
         self.backup(snap)
-        archive = workdir / "ragline-backup.tar"
-        with tarfile.open(archive, "w") as tar:
+        archive = workdir / "ragline-backup.tar.gz"
+        with tarfile.open(archive, "w:gz", compresslevel=1) as tar:
             tar.add(snap, arcname=".")
         shutil.rmtree(snap, ignore_errors=True)
         return archive
+
+
+def unpack_archive(archive: BinaryIO, dest: Path) -> None:
+    """Unpack a backup tar (stream) into ``dest``: regular files and directories only,
+    no path leaving ``dest``, zero runs written as holes (sparse, like the original)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    root = dest.resolve()
+    with tarfile.open(fileobj=archive, mode="r|*") as tar:
+        for member in tar:
+            target = (dest / member.name).resolve()
+            if target != root and root not in target.parents:
+                raise InvalidInput("The backup archive has a path outside its root")
+            if member.isdir():
+                target.mkdir(parents=True, exist_ok=True)
+            elif member.isfile():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                src = tar.extractfile(member)
+                assert src is not None
+                with open(target, "wb") as out:
+                    write_sparse(src, out, member.size)
+                    out.truncate(member.size)
+            else:
+                raise InvalidInput("The backup archive holds something other than files")
 
 
 def check_backup(src: Path) -> dict[str, Any]:
@@ -127,7 +154,7 @@ def restore(src: Path, data_dir: Path) -> dict[str, Any]:
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{data_dir.name}.restoring-", dir=data_dir.parent))
     try:
-        shutil.copytree(src, stage, dirs_exist_ok=True,
+        shutil.copytree(src, stage, dirs_exist_ok=True, copy_function=copy_sparse,
                         ignore=shutil.ignore_patterns(MANIFEST))
         # a backup without a format file is version 0 and is migrated when opened
         (stage / "restored_from.json").write_text(json.dumps(manifest, indent=2) + "\n")

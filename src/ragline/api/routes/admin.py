@@ -1,7 +1,7 @@
 """``POST /admin/backup``: an online backup, streamed back as a tar archive.
 
 The server writes the snapshot into a temporary directory of its own and sends
-it; the caller (``ragline backup DEST``) unpacks it where it likes, so no client
+it as a .tar.gz; the caller (``ragline backup DEST``) unpacks it where it likes, so no client
 chooses a path on the server. Writes pause while catalog and shards are
 copied; searches do not (see ragline.services.backup).
 """
@@ -22,15 +22,15 @@ router = APIRouter(tags=["operations"])
 
 
 @router.post("/admin/backup", response_class=FileResponse,
-             responses={200: {"content": {"application/x-tar": {}}}})
+             responses={200: {"content": {"application/gzip": {}}}})
 def backup(rl: RL) -> FileResponse:
-    """A consistent snapshot of the whole data directory as an uncompressed tar."""
+    """A consistent snapshot of the whole data directory as a .tar.gz."""
     workdir = Path(tempfile.mkdtemp(prefix="ragline-backup-"))
     try:
         archive = rl.backup_archive(workdir)
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
-    return FileResponse(archive, media_type="application/x-tar",
-                        filename="ragline-backup.tar",
+    return FileResponse(archive, media_type="application/gzip",
+                        filename="ragline-backup.tar.gz",
                         background=BackgroundTask(shutil.rmtree, workdir, True))

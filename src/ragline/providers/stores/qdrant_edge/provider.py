@@ -29,6 +29,7 @@ from pydantic import Field
 
 from ragline.core.filters import Node
 from ragline.core.ids import point_id
+from ragline.core.sparse import copy_tree_sparse
 from ragline.core.types import Page, Record, Scalar, ScoredRecord, StoreQuery
 from ragline.errors import ShardGone, StoreError
 from ragline.providers.base import Health, ProviderConfig
@@ -236,7 +237,7 @@ class QdrantEdgeStore:
                 for key in self.shard_keys():
                     src = self.root / key
                     if (src / "ragline_dim").exists():
-                        shutil.copytree(src, dest / key)
+                        copy_tree_sparse(src, dest / key)  # Edge files are sparse
                         copied.append(key)
             finally:
                 for lock in reversed(held):
