@@ -13,14 +13,14 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO
 
 BLOCK = 1 << 16
 PAGE = 4096  # file-system block: the smallest hole
 _ZEROS = bytes(BLOCK)
 
 
-def write_sparse(src: BinaryIO, dst: BinaryIO, size: int) -> None:
+def write_sparse(src: IO[bytes], dst: IO[bytes], size: int) -> None:
     """Copy ``size`` bytes from a stream at ``dst``'s position, seeking over all-zero blocks
     (holes). The caller sets the file's final length (``truncate``): a trailing hole is
     only a seek here."""
