@@ -42,10 +42,12 @@ def wait_health(url: str, proc: subprocess.Popen[bytes], limit: float) -> float:
     raise TimeoutError(f"/health did not answer within {limit} s")
 
 
-def serve(clone: Path, port: int, log: Path, limit: float) -> float:
+def serve(clone: Path, port: int, log: Path, limit: float,
+          env: dict[str, str] | None = None) -> float:
     with open(log, "ab") as out:
         proc = subprocess.Popen(["make", "serve", f"PORT={port}", "DATA=./data"], cwd=clone,
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                env={**os.environ, **(env or {})})
         try:
             return wait_health(f"http://127.0.0.1:{port}", proc, limit)
         finally:
@@ -67,21 +69,32 @@ def main() -> None:
     ap.add_argument("--port", type=int, default=18431)
     ap.add_argument("--limit", type=float, default=900)
     ap.add_argument("--keep", action="store_true", help="keep the clone")
+    ap.add_argument("--cold-model-cache", action="store_true",
+                    help="build the model too (RAGLINE_MODELS_DIR set to an empty directory)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="ragline-fresh-"))
     clone = tmp / "ragline"
     log = tmp / "serve.log"
     try:
         subprocess.run(["git", "clone", "-q", args.repo, str(clone)], check=True)
-        first = serve(clone, args.port, log, args.limit)
+        env = {"RAGLINE_MODELS_DIR": str(tmp / "models")} if args.cold_model_cache else {}
+        t0 = time.perf_counter()
+        first = serve(clone, args.port, log, args.limit, env)
         venv_mb = du(clone / ".venv") / 1e6
-        warm = [serve(clone, args.port, log, 60) for _ in range(3)]
+        warm = [serve(clone, args.port, log, 60, env) for _ in range(3)]
         text = log.read_text(errors="replace")
-        result = {"first_serve_s": round(first, 1), "venv_mb": round(venv_mb),
+        result = {"repo": args.repo, "commit": subprocess.run(
+                      ["git", "-C", str(clone), "rev-parse", "--short", "HEAD"],
+                      capture_output=True, text=True).stdout.strip(),
+                  "cold_model_cache": args.cold_model_cache,
+                  "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                  "load_avg_1m": os.getloadavg()[0],
+                  "first_serve_s": round(first, 1), "venv_mb": round(venv_mb),
                   "warm_start_s": sorted(round(w, 2) for w in warm),
                   "warm_start_median_s": round(sorted(warm)[1], 2),
                   "torch_in_venv": any((clone / ".venv").glob("lib/python*/site-packages/torch")),
                   "model_built_in_this_run": "model: built in" in text}
+        result["total_s"] = round(time.perf_counter() - t0, 1)
         print(json.dumps(result, indent=2))
         if args.keep:
             print(f"clone kept at {clone}", file=sys.stderr)
