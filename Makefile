@@ -9,6 +9,7 @@ DEVSTAMP := $(VENV)/.installed-dev
 HOST ?= 127.0.0.1
 PORT ?= 8000
 DATA ?= ./data
+PYTEST_ARGS ?=
 
 .PHONY: install install-dev serve test test-fresh-clone lint typecheck bench clean
 
@@ -33,7 +34,11 @@ serve: $(STAMP)
 	$(BIN)/ragline serve --host $(HOST) --port $(PORT) --data-dir $(DATA)
 
 test: $(DEVSTAMP)
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# A newcomer's first run in a temporary clone (also part of `make test`: it is a slow test).
+test-fresh-clone: $(DEVSTAMP)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q tests/test_fresh_clone.py
 
 lint: $(DEVSTAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -87,7 +87,7 @@ def main() -> None:
                       ["git", "-C", str(clone), "rev-parse", "--short", "HEAD"],
                       capture_output=True, text=True).stdout.strip(),
                   "cold_model_cache": args.cold_model_cache,
-                  "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                  "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                   "load_avg_1m": os.getloadavg()[0],
                   "first_serve_s": round(first, 1), "venv_mb": round(venv_mb),
                   "warm_start_s": sorted(round(w, 2) for w in warm),
