@@ -169,3 +169,15 @@ def test_job_status_has_progress_and_logs_start_progress_end(
                  status="succeeded") == 1
     assert _value(after, "ragline_ingest_files_total", outcome="changed") \
         - _value(before, "ragline_ingest_files_total", outcome="changed") == 6
+
+
+def test_root_redirects_to_the_console_when_one_is_mounted(settings: Settings) -> None:
+    app = create_app(settings)
+
+    @app.get("/ui")
+    def console() -> dict[str, str]:
+        return {"console": "here"}
+
+    with TestClient(app) as c:
+        r = c.get("/", follow_redirects=False)
+        assert r.status_code == 307 and r.headers["location"] == "/ui"
