@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from ragline import __version__
 from ragline.api.app import create_app
 from ragline.datadir import FORMAT_VERSION
-from ragline.observability.logs import configure_logging
+from ragline.observability.logs import configure_logging, reset_logging
 from ragline.settings import Settings
 from tests.ingestion_support import (
     copy_book,
@@ -122,24 +122,36 @@ def test_metrics_can_be_switched_off(tmp_path: Path) -> None:
         assert c.get("/metrics").status_code == 404
 
 
-def test_json_logs_carry_the_request_id_of_the_response(client: TestClient) -> None:
+def test_json_logs_carry_the_request_id_of_the_response(settings: Settings) -> None:
+    app = create_app(settings)
+
+    @app.get("/probe")
+    def probe() -> dict[str, str]:  # a sync route: runs in the thread pool
+        logging.getLogger("ragline.probe").warning("inside the route")
+        return {}
+
     stream = io.StringIO()
     configure_logging("info", "json", stream=stream)
     try:
-        r = client.get("/collections/missing-one")
-        rid = r.headers["x-request-id"]
-        client.get("/health")
+        with TestClient(app) as client:
+            r = client.get("/collections/missing-one")
+            rid = r.headers["x-request-id"]
+            client.get("/health")
+            probe_id = client.get("/probe").headers["x-request-id"]
     finally:
-        configure_logging("warning", "text")
+        reset_logging()
     lines = [json.loads(line) for line in stream.getvalue().splitlines() if line.strip()]
     assert lines and all({"ts", "level", "logger", "message", "request_id"} <= set(x)
                          for x in lines)
+    inside = [x for x in lines if x["logger"] == "ragline.probe"]
+    assert [x["request_id"] for x in inside] == [probe_id]
+    assert inside[0]["level"] == "warning" and inside[0]["message"] == "inside the route"
     access = [x for x in lines if x["logger"] == "ragline.access"]
     mine = [x for x in access if x["request_id"] == rid]
     assert len(mine) == 1
     assert mine[0]["status"] == 404 and mine[0]["route"] == "/collections/{name}"
     assert mine[0]["method"] == "GET" and mine[0]["duration_ms"] >= 0
-    assert len({x["request_id"] for x in access}) == 2
+    assert len({x["request_id"] for x in access}) == 3
 
 
 @pytest.mark.usefixtures("few_payload_indexes")

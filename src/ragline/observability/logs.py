@@ -71,3 +71,13 @@ def configure_logging(level: str = "info", fmt: str = "text", stream: Any = None
         lg.handlers.clear()
         lg.propagate = True
     logging.getLogger("uvicorn.access").disabled = True
+
+
+def reset_logging() -> None:
+    """Remove what :func:`configure_logging` installed (tests; embedding applications)."""
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        if getattr(old, "_ragline", False):
+            root.removeHandler(old)
+    root.setLevel(logging.WARNING)
+    logging.getLogger("uvicorn.access").disabled = False
