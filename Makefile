@@ -33,7 +33,8 @@ serve: $(STAMP)
 	@echo "==> starting ragline (Ctrl-C stops it)"
 	$(BIN)/ragline serve --host $(HOST) --port $(PORT) --data-dir $(DATA)
 
-test: $(DEVSTAMP)
+# The CI command: lint, types and import contracts first (seconds), then the suite.
+test: $(DEVSTAMP) lint
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 # A newcomer's first run in a temporary clone (also part of `make test`: it is a slow test).
@@ -43,6 +44,7 @@ test-fresh-clone: $(DEVSTAMP)
 lint: $(DEVSTAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 bench: $(DEVSTAMP)
 	$(BIN)/python benchmarks/bench_store.py

@@ -59,7 +59,7 @@ def fake_settings(tmp_path: Path, **overrides: Any) -> Settings:
     values: dict[str, Any] = {
         "data_dir": tmp_path / "data", "default_embedder": "fake",
         "default_collection": "book", "ingest_chunk_tokens": CHUNK_TOKENS,
-        "ingest_retry_wait_s": 0.0, **overrides,
+        "ingest_retry_wait_s": 0.0, "ingest_allowed_roots": [tmp_path], **overrides,
     }
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]
 
@@ -72,16 +72,16 @@ def copy_book(tmp_path: Path, name: str = "book") -> Path:
 
 def fake_of(rl: Ragline, collection: str = "book") -> FakeEmbedder:
     """The embedder instance ingestion uses for ``collection`` (to read its counters)."""
-    info = rl.collections.get(collection)
+    info = rl.services.collections.get(collection)
     assert info.embedding_provider is not None
-    inner = rl.embedders.get(info.embedding_provider, info.embedding_model).inner
+    inner = rl.services.embedders.get(info.embedding_provider, info.embedding_model).inner
     assert isinstance(inner, FakeEmbedder)
     return inner
 
 
 def stored(rl: Ragline, collection: str = "book", tenant: str = "default") -> list[Record]:
-    info = rl.collections.get(collection)
-    page = rl.store.list_page(info.shard, tenant, None, 10_000, 0)
+    info = rl.services.collections.get(collection)
+    page = rl.services.store.list_page(info.shard, tenant, None, 10_000, 0)
     assert len(page.records) == page.total
     return page.records
 

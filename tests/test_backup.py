@@ -76,16 +76,13 @@ def test_backup_during_concurrent_writes_keeps_every_acknowledged_write(
     assert manifest["format_version"] == FORMAT_VERSION
     assert sorted(manifest["collections"]) == ["c", "other"]
     restore(unpacked, tmp_path / "restored")
-    rl = Ragline(_settings(tmp_path / "restored"))
-    try:
-        info = rl.collections.get("c")
-        count = rl.store.count(info.shard, rl.tenant, None)
+    with Ragline(_settings(tmp_path / "restored")) as rl:
+        me = rl.owner()
+        count = rl.get_collection(me, "c").count
         assert len(before) <= count <= len(after) + 2  # in-flight writes may or may not be in
-        got = rl.store.get(info.shard, rl.tenant, [f"d{i}" for i in sorted(before)])
-        assert {g.id for g in got} == {f"d{i}" for i in before}
-        assert {c.name for c in rl.collections.all()} == {"c", "other"}
-    finally:
-        rl.close()
+        for i in sorted(before):
+            assert rl.get_document(me, "c", f"d{i}").metadata["i"] == i
+        assert {c.name for c in rl.list_collections(me)} == {"c", "other"}
     # and the restored directory serves searches over HTTP
     with TestClient(create_app(_settings(tmp_path / "restored"))) as client:
         hits = client.post("/collections/c/search",
@@ -94,33 +91,23 @@ def test_backup_during_concurrent_writes_keeps_every_acknowledged_write(
 
 
 def test_direct_backup_and_restore_roundtrip(tmp_path: Path) -> None:
-    rl = Ragline(_settings(tmp_path / "d"))
-    try:
-        with TestClient(create_app(ragline=rl)) as client:
-            client.post("/collections", json={"name": "c"})
-            client.post("/collections/c/documents",
-                        json={"documents": [_doc(i) for i in range(10)]})
-        manifest = rl.backup(tmp_path / "bk")
+    with TestClient(create_app(_settings(tmp_path / "d"))) as client:
+        client.post("/collections", json={"name": "c"})
+        client.post("/collections/c/documents",
+                    json={"documents": [_doc(i) for i in range(10)]})
+    with Ragline(_settings(tmp_path / "d")) as rl:
+        manifest = rl.backup(rl.owner(), tmp_path / "bk")
         assert manifest["shards"] and (tmp_path / "bk" / "catalog.sqlite3").is_file()
         with pytest.raises(InvalidInput, match="not empty"):
-            rl.backup(tmp_path / "bk")
-    finally:
-        rl.close()
+            rl.backup(rl.owner(), tmp_path / "bk")
     restore(tmp_path / "bk", tmp_path / "r")
-    rl2 = Ragline(_settings(tmp_path / "r"))
-    try:
-        info = rl2.collections.get("c")
-        assert rl2.store.count(info.shard, rl2.tenant, None) == 10
-    finally:
-        rl2.close()
+    with Ragline(_settings(tmp_path / "r")) as rl2:
+        assert rl2.get_collection(rl2.owner(), "c").count == 10
 
 
 def test_restore_refuses_non_empty_directory_and_newer_backups(tmp_path: Path) -> None:
-    rl = Ragline(_settings(tmp_path / "d"))
-    try:
-        rl.backup(tmp_path / "bk")
-    finally:
-        rl.close()
+    with Ragline(_settings(tmp_path / "d")) as rl:
+        rl.backup(rl.owner(), tmp_path / "bk")
     target = tmp_path / "busy"
     target.mkdir()
     (target / "notes.txt").write_text("mine")

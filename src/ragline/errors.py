@@ -11,24 +11,33 @@ way. Storage and services raise these; they never import FastAPI.
     │   ├── FilterError               400  invalid_filter
     │   └── ConfigError               400  invalid_config
     ├── AuthenticationError           401  unauthorized
+    ├── Forbidden                     403  forbidden
     ├── NotFound                      404  not_found
     │   ├── CollectionNotFound        404  collection_not_found
     │   └── DocumentNotFound          404  document_not_found
     ├── Conflict                      409  conflict
     │   ├── CollectionExists          409  collection_exists
     │   ├── ShardGone                 409  shard_gone
+    │   ├── DataDirInUse              409  data_dir_in_use
     │   └── DataDirNotEmpty           409  data_dir_not_empty
     ├── PayloadTooLarge               413  payload_too_large
     ├── ServiceUnavailable            503  service_unavailable
     │   ├── StoreUnavailable          503  store_unavailable
-    │   └── ModelNotLoaded            503  model_not_loaded
+    │   ├── ModelNotLoaded            503  model_not_loaded
+    │   └── IngestCancelled           503  ingestion_cancelled
     ├── ProviderError                 502  provider_error
     ├── StoreError                    500  store_error
+    ├── ModelLoadError                500  model_load_failed
+    ├── RerankError                   500  rerank_failed
     └── DataFormatError               500  data_format_unsupported
 
 ``status`` is the HTTP status and ``code`` a stable machine-readable name;
 ``message`` is what a person reads and is returned verbatim (the specs fix
-several messages exactly).
+several messages exactly), so it must never carry a secret or a server path.
+Anything that is not a ``RaglineError`` is a bug: the HTTP layer answers it
+with a 500 whose body carries only an error id that is also in the log.
+``tests/test_error_tree.py`` fails when a subclass is missing from the drawing
+above or drawn with another status or code.
 """
 
 from __future__ import annotations
@@ -65,6 +74,14 @@ class AuthenticationError(RaglineError):
     code = "unauthorized"
 
 
+class Forbidden(RaglineError):
+    """Authenticated, but the role does not allow this operation (never used to hide a
+    record of another tenant: that is a 404)."""
+
+    status = 403
+    code = "forbidden"
+
+
 class NotFound(RaglineError):
     status = 404
     code = "not_found"
@@ -97,6 +114,12 @@ class ShardGone(Conflict):
     code = "shard_gone"
 
 
+class DataDirInUse(Conflict):
+    """Another ragline process holds the data directory (one process per directory)."""
+
+    code = "data_dir_in_use"
+
+
 class PayloadTooLarge(RaglineError):
     status = 413
     code = "payload_too_large"
@@ -115,6 +138,12 @@ class ModelNotLoaded(ServiceUnavailable):
     code = "model_not_loaded"
 
 
+class IngestCancelled(ServiceUnavailable):
+    """An ingestion run was asked to stop (shutdown); what was committed stays committed."""
+
+    code = "ingestion_cancelled"
+
+
 class ProviderError(RaglineError):
     status = 502
     code = "provider_error"
@@ -123,6 +152,18 @@ class ProviderError(RaglineError):
 class StoreError(RaglineError):
     status = 500
     code = "store_error"
+
+
+class ModelLoadError(RaglineError):
+    """A model was configured but could not be loaded; the server must not start."""
+
+    code = "model_load_failed"
+
+
+class RerankError(RaglineError):
+    """The reranking model raised while scoring."""
+
+    code = "rerank_failed"
 
 
 class ConfigError(InvalidInput):

@@ -1,87 +1,520 @@
-"""The ``Ragline`` facade: built once from Settings, owns providers and services.
+"""The ``Ragline`` facade: the only door into ragline.
 
-The HTTP app, the CLI and library users all go through this object, which is
-why they behave the same.
+The HTTP routes, the CLI, evaluation, MCP and the console call the use-case
+methods below and nothing else; the store, the catalog, shard keys and job
+tables are private to the services behind it. Every use case takes a
+:class:`~ragline.core.principal.Principal` (who is calling) and scopes what it
+reads and writes to that caller's tenant, so a tenant check cannot be skipped by
+code that reaches around it.
+
+Lifecycle: the constructor only records settings. :meth:`start` opens the
+catalog and the store (built from the registry), finishes what a crash
+interrupted (retired shards, orphan shards, stale ingestion state, interrupted
+jobs) and loads the configured reranker; :meth:`close` stops jobs and batchers
+and closes the store. ``with Ragline(settings) as rl:`` does both.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, TypeVar
 
-from ragline.catalog.ingest_state import IngestState, JobTable
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+
+from ragline.catalog.ingest_state import COUNTERS, IngestState, Job, JobTable
+from ragline.catalog.keys import KeyRecord, KeyTable
+from ragline.catalog.lock import DataDirLock, holder_address
 from ragline.catalog.sqlite import Catalog
+from ragline.core.principal import Principal
+from ragline.core.types import CollectionInfo, Page, Record, Scalar
 from ragline.datadir import ensure_format
-from ragline.providers.registry import registry
+from ragline.errors import (
+    CollectionNotFound,
+    DocumentNotFound,
+    Forbidden,
+    InvalidInput,
+    ModelNotLoaded,
+    RaglineError,
+    RerankError,
+)
 from ragline.providers.stores.base import VectorStore
-from ragline.providers.stores.qdrant_edge.provider import disk_usage
+from ragline.services.auth import AuthService
 from ragline.services.backup import BackupService
-from ragline.services.collections import CollectionService
-from ragline.services.documents import DocumentService
+from ragline.services.backup import restore as _restore
+from ragline.services.backup import unpack_archive as _unpack_archive
+from ragline.services.collections import MSG_NOT_EXIST, CollectionService
+from ragline.services.context import ContextService
+from ragline.services.documents import DocumentInput, DocumentService
 from ragline.services.embedders import EmbedderPool
 from ragline.services.ingest import IngestService
-from ragline.services.jobs import JobService
+from ragline.services.ingest_stats import IngestStats, Progress
+from ragline.services.ingestion import IngestionService, IngestOutcome, IngestSource
+from ragline.services.jobs import JobService, job_progress
+from ragline.services.operations import OperationsService
 from ragline.services.retrieval import BatchSettings, RetrievalService
+from ragline.services.searching import SearchRequest, SearchResponse, SearchService
+from ragline.services.slots import build_reranker, build_store, check_model_name
+from ragline.services.webhook import WebhookService
 from ragline.settings import Settings
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
+NOT_STARTED = "Ragline is not started: call start() (or use it as a context manager)"
+RERANKER_NOT_LOADED = "Cross-encoder not loaded. Start server with --cross-encoder flag."
+
+__all__ = [
+    "CollectionView", "DocumentInput", "IngestOutcome", "IngestSource", "IngestStats", "Job",
+    "KeyRecord", "Principal",
+    "Ragline", "SearchRequest", "SearchResponse", "holder_address", "job_counters",
+    "job_progress", "restore_backup", "unpack_backup",
+]
+
+
+def restore_backup(src: Path, data_dir: Path) -> dict[str, Any]:
+    """Copy a backup into an empty or new data directory (no server may hold it)."""
+    return _restore(src, data_dir)
+
+
+def unpack_backup(archive: BinaryIO, dest: Path) -> None:
+    """Unpack the .tar.gz ``POST /admin/backup`` streams into the directory ``dest``."""
+    _unpack_archive(archive, dest)
+
+
+def job_counters(job: Job) -> dict[str, int]:
+    """A job's progress counters, every one present (0 when not reached)."""
+    return {k: job.counters.get(k, 0) for k in COUNTERS}
+
+
+@dataclass(frozen=True)
+class CollectionView:
+    """A collection as a caller sees it: catalog fields plus the caller's document count."""
+
+    name: str
+    metadata: dict[str, Any]
+    dimension: int | None
+    embedding_provider: str | None
+    embedding_model: str | None
+    count: int
+    created_at: str
+    updated_at: str
+    embed: dict[str, str | None] | None = None  # server-side embedding, when opted in
+
+
+def _str_or_none(v: Any) -> str | None:
+    return v if isinstance(v, str) else None
+
+
+@dataclass
+class Services:
+    """What :meth:`Ragline.start` wires. Internal: only the facade (and tests of the
+    services themselves) use it; routes, CLI, MCP and the console never do."""
+
+    catalog: Catalog
+    store: VectorStore
+    embedders: EmbedderPool
+    collections: CollectionService
+    documents: DocumentService
+    retrieval: RetrievalService
+    search: SearchService
+    ingest_state: IngestState
+    ingest: IngestService
+    jobs: JobService
+    ingestion: IngestionService
+    context: ContextService
+    webhook: WebhookService
+    operations: OperationsService
+    auth: AuthService
+    backups: BackupService
+    reranker: Any | None
+
 
 class Ragline:
     def __init__(self, settings: Settings | None = None) -> None:
+        """Wiring only: nothing is opened, read or recovered until :meth:`start`."""
         self.settings = settings or Settings()
+        self._services: Services | None = None
+        self._portal_cm: Any = None
+        self._portal: BlockingPortal | None = None
+        self._portal_lock = threading.Lock()
+        self._lock: DataDirLock | None = None
+        self.address: str | None = None  # set by `ragline serve`: named to a second process
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def start(self) -> Ragline:
+        """Open storage, recover from a crash, load the configured models. Idempotent."""
+        if self._services is not None:
+            return self
         s = self.settings
+        s.apply_process_environment()
         s.data_dir.mkdir(parents=True, exist_ok=True)
-        ensure_format(s.data_dir)  # refuses directories written by a newer ragline
-        self.catalog = Catalog(s.catalog_path())
-        store_cls = registry.get("stores", s.store)
-        self.store: VectorStore = store_cls(store_cls.Config(
-            path=s.shards_dir(),
-            exact_search_max_matches=s.exact_search_max_matches,
-            hnsw_ef=s.hnsw_ef,
-            search_threads=s.edge_search_threads,
-            payload_memory=s.edge_payload_memory,
-        ))
-        self.embedders = EmbedderPool(s)
-        self.collections = CollectionService(self.catalog, self.store, self.embedders)
-        self.documents = DocumentService(
-            self.collections, self.store, s.max_documents_per_request, self.embedders
-        )
-        self.retrieval = RetrievalService(self.collections, self.store, self.embedders,
-                                          s.rrf_k, s.hybrid_candidates,
-                                          reranker=lambda: self.cross_encoder,
-                                          fusion=s.hybrid_fusion,
-                                          batch=BatchSettings(s.search_max_batch,
-                                                              s.search_max_wait_ms,
-                                                              s.search_workers))
-        self.cross_encoder: Any = None
-        self.collections.recover()
-        self.ingest_state = IngestState(self.catalog)
-        self.ingest_state.purge_stale({c.name: c.shard for c in self.collections.all()})
-        self.ingest = IngestService(s, self.collections, self.store, self.embedders,
-                                    self.ingest_state)
-        self.backups = BackupService(self.catalog, self.store)
-        self.jobs = JobService(JobTable(self.catalog), self.ingest, s.job_workers,
-                               s.data_dir / "uploads")
+        lock = DataDirLock(s.data_dir)
+        lock.acquire(self.address)
+        try:
+            ensure_format(s.data_dir)  # migrates older layouts, refuses newer ones
+            catalog = Catalog(s.catalog_path())
+        except BaseException:
+            lock.release()
+            raise
+        try:
+            store = build_store(s)
+        except BaseException:
+            catalog.close()
+            lock.release()
+            raise
+        try:
+            self._services = self._wire(catalog, store)
+            self._recover(self._services)
+        except BaseException:
+            if self._services is not None:
+                self._services.retrieval.close()
+                self._services = None
+            store.close()
+            catalog.close()
+            lock.release()
+            raise
+        self._lock = lock
+        return self
+
+    def _wire(self, catalog: Catalog, store: VectorStore) -> Services:
+        s = self.settings
+        embedders = EmbedderPool(s)
+        collections = CollectionService(catalog, store, embedders)
+        documents = DocumentService(collections, store, s.max_documents_per_request, embedders)
+        reranker = build_reranker(s)
+        retrieval = RetrievalService(
+            collections, store, embedders, s.rrf_k, s.hybrid_candidates,
+            reranker=self._reranker, fusion=s.hybrid_fusion,
+            batch=BatchSettings(s.search_max_batch, s.search_max_wait_ms, s.search_workers))
+        search = SearchService(s, collections, retrieval)
+        state = IngestState(catalog)
+        ingest = IngestService(s, collections, store, embedders, state)
+        jobs = JobService(JobTable(catalog), ingest, s.job_workers, s.data_dir / "uploads")
+        ingestion = IngestionService(s, ingest, jobs, search)
+        return Services(
+            catalog=catalog, store=store, embedders=embedders, collections=collections,
+            documents=documents, retrieval=retrieval, search=search, ingest_state=state,
+            ingest=ingest, jobs=jobs, ingestion=ingestion,
+            context=ContextService(collections, store, state, search),
+            webhook=WebhookService(s, ingestion.submit),
+            auth=AuthService(s, KeyTable(catalog)),
+            backups=BackupService(catalog, store),
+            operations=OperationsService(s.data_dir, store, collections, embedders, retrieval,
+                                         self._reranker),
+            reranker=reranker)
+
+    def _reranker(self) -> Any | None:
+        """The loaded reranker, read at use (a getter, so services see a replacement)."""
+        return self._services.reranker if self._services is not None else None
+
+    @staticmethod
+    def _recover(sv: Services) -> None:
+        sv.collections.recover()
+        sv.ingest_state.purge_stale({c.name: c.shard for c in sv.collections.all()})
+        sv.jobs.start()
+
+    def close(self) -> None:
+        """Stop jobs (running ones stop at their next checkpoint), batchers and storage."""
+        sv, self._services = self._services, None
+        with self._portal_lock:
+            if self._portal_cm is not None:
+                self._portal_cm.__exit__(None, None, None)
+                self._portal_cm = self._portal = None
+        if sv is None:
+            return
+        try:
+            sv.jobs.close()
+            sv.retrieval.close()
+            sv.store.close()
+            sv.catalog.close()
+        finally:
+            if self._lock is not None:
+                self._lock.release()
+                self._lock = None
+
+    def __enter__(self) -> Ragline:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def started(self) -> bool:
+        return self._services is not None
+
+    @property
+    def services(self) -> Services:
+        """Internal wiring, for the services' own tests; not for routes, CLI or MCP."""
+        if self._services is None:
+            raise RuntimeError(NOT_STARTED)
+        return self._services
 
     @property
     def tenant(self) -> str:
+        """The default tenant (the only one until API keys assign others)."""
         return self.settings.default_tenant
 
-    def backup(self, dest: Path) -> dict[str, Any]:
-        """Consistent online snapshot of catalog and shards into ``dest`` (services.backup)."""
-        return self.backups.backup(dest)
+    def owner(self) -> Principal:
+        """The principal of the CLI and library callers: the data directory's owner."""
+        return Principal.owner(self.settings.default_tenant)
 
-    def backup_archive(self, workdir: Path) -> Path:
-        """The same snapshot as one tar file under ``workdir`` (for HTTP)."""
-        return self.backups.backup_archive(workdir)
+    def call_sync(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+        """Run an async use case from synchronous code (CLI, evaluation, library) on the
+        facade's own event loop, so sync and async callers share one pipeline."""
+        with self._portal_lock:
+            if self._portal is None:
+                self._portal_cm = start_blocking_portal()
+                self._portal = self._portal_cm.__enter__()
+            portal = self._portal
+        return portal.call(fn, *args)
 
-    def storage_bytes(self) -> int:
-        return disk_usage(self.settings.data_dir)
+    # -- access rules ------------------------------------------------------------------
+    @staticmethod
+    def _admin(caller: Principal, what: str) -> None:
+        if not caller.is_admin:
+            raise Forbidden(f"Only an admin key can {what}")
 
-    def close(self) -> None:
-        self.jobs.close()
-        self.retrieval.close()
-        self.store.close()
-        self.catalog.close()
+    @staticmethod
+    def _may_use(caller: Principal, info: CollectionInfo) -> bool:
+        """Collections are shared unless their metadata lists ``tenants``: then only those
+        tenants (and admins) see them; to anyone else they do not exist."""
+        allowed = info.metadata.get("tenants")
+        return caller.is_admin or not isinstance(allowed, list) or caller.tenant in allowed
+
+    def _collection(self, caller: Principal, name: str) -> CollectionInfo:
+        info = self.services.collections.get(name)
+        if not self._may_use(caller, info):
+            raise CollectionNotFound(name)
+        return info
+
+    def _view(self, info: CollectionInfo, caller: Principal) -> CollectionView:
+        meta = info.metadata
+        embed = ({"provider": info.embedding_provider, "model": info.embedding_model}
+                 if info.embedding_provider else None)
+        return CollectionView(info.name, meta, info.dimension,
+                              _str_or_none(meta.get("embedding_provider")),
+                              _str_or_none(meta.get("embedding_model")),
+                              self.services.collections.count(info, caller.tenant),
+                              info.created_at, info.updated_at, embed)
+
+    # -- collections -------------------------------------------------------------------
+    def create_collection(self, caller: Principal, name: str,
+                          metadata: dict[str, Any] | None = None,
+                          embedding_provider: str | None = None,
+                          embedding_model: str | None = None,
+                          embed: dict[str, Any] | None = None) -> CollectionView:
+        """``embedding_provider``/``embedding_model`` are spec 000's fields, kept as metadata
+        only; ``embed`` (``{"provider", "model"}``) opts in to server-side embedding."""
+        self._admin(caller, "create collections")
+        if embed is not None and not caller.local:
+            check_model_name(embed.get("model"))
+        info = self.services.collections.create(name, metadata, embedding_provider,
+                                                embedding_model, embed)
+        return self._view(info, caller)
+
+    def list_collections(self, caller: Principal) -> list[CollectionView]:
+        return [self._view(c, caller) for c in self.services.collections.all()
+                if self._may_use(caller, c)]
+
+    def get_collection(self, caller: Principal, name: str) -> CollectionView:
+        return self._view(self._collection(caller, name), caller)
+
+    def update_collection_metadata(self, caller: Principal, name: str,
+                                   metadata: dict[str, Any], merge: bool) -> CollectionView:
+        self._admin(caller, "change a collection's metadata")
+        return self._view(self.services.collections.update_metadata(name, metadata, merge),
+                          caller)
+
+    def delete_collection(self, caller: Principal, name: str) -> str:
+        self._admin(caller, "delete collections")
+        return self.services.collections.delete(name).name
+
+    def empty_collection(self, caller: Principal, name: str) -> int:
+        """Every document of the caller's tenant; an admin naming no tenant empties all."""
+        self._collection(caller, name)
+        if caller.all_tenants:
+            return self.services.collections.empty(name, caller.tenant)
+        return self.services.documents.delete_all(name, caller.tenant)
+
+    def optimize_collection(self, caller: Principal, name: str) -> bool:
+        """Build indexes now (offline use: see docs/storage.md)."""
+        self._admin(caller, "optimize collections")
+        return self.services.collections.optimize(name)
+
+    # -- backups -----------------------------------------------------------------------
+    def backup(self, caller: Principal, dest: Path) -> dict[str, Any]:
+        """Consistent online snapshot of catalog and shards into ``dest`` (absent or empty);
+        writes wait for the copy, searches do not (ragline.services.backup)."""
+        self._admin(caller, "take backups")
+        return self.services.backups.backup(dest)
+
+    def backup_archive(self, caller: Principal, workdir: Path) -> Path:
+        """The same snapshot as one .tar.gz under ``workdir`` (``POST /admin/backup``)."""
+        self._admin(caller, "take backups")
+        return self.services.backups.backup_archive(workdir)
+
+    # -- documents ---------------------------------------------------------------------
+    def add_documents(self, caller: Principal, collection: str,
+                      documents: list[DocumentInput] | None) -> list[str]:
+        self._collection(caller, collection)
+        return self.services.documents.add(collection, documents, caller.tenant)
+
+    def list_documents(self, caller: Principal, collection: str,
+                       where: dict[str, Any] | str | None = None, limit: int = 100,
+                       offset: int = 0) -> Page:
+        self._collection(caller, collection)  # 404 before 400, as spec 000 lists them
+        node = self.services.search.parse_where(where)
+        limit = min(limit, self.settings.list_max_limit)
+        return self.services.documents.list_page(collection, caller.tenant, node, limit, offset)
+
+    def get_document(self, caller: Principal, collection: str, doc_id: str) -> Record:
+        self._collection(caller, collection)
+        rec = self.services.documents.get(collection, caller.tenant, doc_id)
+        if rec is None:
+            raise DocumentNotFound(f"Document '{doc_id}' not found in collection "
+                                   f"'{collection}'")
+        return rec
+
+    def delete_documents(self, caller: Principal, collection: str, ids: list[str] | None = None,
+                         where: dict[str, Any] | None = None) -> int:
+        self._collection(caller, collection)
+        node = self.services.search.parse_where(where) if where is not None else None
+        if ids is None and node is None:
+            raise InvalidInput("Give 'ids' or a non-empty 'where' to choose the documents "
+                               "to delete")
+        return self.services.documents.delete(collection, caller.tenant, ids, node)
+
+    def metadata_values(self, caller: Principal, collection: str,
+                        field: str | None) -> list[Scalar]:
+        info = self.services.collections.get(collection,
+                                             message=MSG_NOT_EXIST.format(collection))
+        if not self._may_use(caller, info):
+            raise CollectionNotFound(collection, message=MSG_NOT_EXIST.format(collection))
+        if field is None or field.strip() == "":  # after existence: a missing one is a 404
+            raise InvalidInput("Query parameter 'field' is required")
+        return self.services.documents.distinct(collection, caller.tenant, field)
+
+    # -- search ------------------------------------------------------------------------
+    async def search(self, caller: Principal, request: SearchRequest) -> SearchResponse:
+        name = self.services.search.existing_default(request.collection)
+        self._collection(caller, name)
+        request.collection = name
+        return await self.services.search.search(caller.tenant, request)
+
+    def search_sync(self, caller: Principal, request: SearchRequest) -> SearchResponse:
+        """:meth:`search` for synchronous callers: the same pipeline on the facade's loop."""
+        return self.call_sync(self.search, caller, request)
+
+    def context(self, caller: Principal, chunk_id: str, collection: str | None = None,
+                window: int | None = None) -> dict[str, Any]:
+        name = self.services.search.existing_default(collection)
+        self._collection(caller, name)
+        return self.services.context.context(caller.tenant, chunk_id, name, window)
+
+    def lesson(self, caller: Principal, parent_doc_id: str,
+               collection: str | None = None) -> dict[str, Any]:
+        name = self.services.search.existing_default(collection)
+        self._collection(caller, name)
+        return self.services.context.lesson(caller.tenant, parent_doc_id, name)
+
+    def rerank(self, caller: Principal, query: str, documents: list[dict[str, Any]],
+               top_k: int | None = None) -> list[Any]:
+        reranker = self.services.reranker
+        if reranker is None:
+            raise ModelNotLoaded(RERANKER_NOT_LOADED)
+        if not documents:
+            return []
+        try:
+            return list(reranker.rerank(query, documents, top_k))
+        except RaglineError:
+            raise
+        except Exception as exc:  # a plugin reranker that does not wrap its own errors
+            log.exception("rerank failed")
+            # spec 000: the message includes the exception's details
+            raise RerankError(f"Reranking failed: {type(exc).__name__}: {exc}") from exc
+
+    # -- ingestion ---------------------------------------------------------------------
+    def ingest(self, caller: Principal, source: IngestSource, *, wait: bool = False,
+               progress: Progress | None = None) -> IngestOutcome:
+        """The one submission path (HTTP, webhook, CLI, MCP); see services/ingestion.py.
+
+        Directories on the server are read for admins only and, for network callers, only
+        under ``RAGLINE_INGEST_ALLOWED_ROOTS``."""
+        if source.kind == "directory":
+            self._admin(caller, "ingest directories on the server")
+        name = self.services.search.collection_name(source.collection)
+        existing = self.services.collections.find(name)
+        if existing is not None and not self._may_use(caller, existing):
+            raise CollectionNotFound(name)
+        return self.services.ingestion.submit(caller.tenant, source, wait=wait,
+                                              progress=progress, local=caller.local)
+
+    def job(self, caller: Principal, job_id: str) -> Job:
+        return self.services.ingestion.job(self._job_scope(caller), job_id)
+
+    def jobs(self, caller: Principal, limit: int = 20,
+             collection: str | None = None) -> list[Job]:
+        return self.services.ingestion.recent(self._job_scope(caller), limit, collection)
+
+    def rerun_job(self, caller: Principal, job_id: str) -> Job:
+        self._admin(caller, "re-run directory jobs")
+        return self.services.ingestion.rerun(self._job_scope(caller), job_id)
+
+    def wait_for_job(self, caller: Principal, job_id: str, timeout: float | None = None) -> Job:
+        self.job(caller, job_id)  # scope check first
+        return self.services.jobs.wait(job_id, timeout)
+
+    @staticmethod
+    def _job_scope(caller: Principal) -> str | None:
+        """Jobs of the caller's tenant; an admin naming no tenant sees every tenant's."""
+        return None if caller.all_tenants else caller.tenant
+
+    def github_webhook(self, headers: Mapping[str, str],
+                       body: bytes) -> tuple[int, dict[str, Any]]:
+        """A GitHub delivery as received (blocking: runs git). Returns (status, body).
+        Authenticated by its signature; it acts in the default tenant."""
+        return self.services.webhook.handle(self.settings.default_tenant, headers, body)
+
+    # -- access --------------------------------------------------------------------------
+    def authenticate(self, key: str | None, tenant: str | None = None, *,
+                     public_ok: bool = False) -> Principal:
+        """The principal of a network request (see services/auth.py)."""
+        return self.services.auth.resolve(key, tenant, public_ok=public_ok)
+
+    @property
+    def auth_enabled(self) -> bool:
+        return self.settings.auth == "on"
+
+    def ensure_admin_key(self) -> str | None:
+        """First start of a data directory with auth on: create the first admin key, write
+        it to ``<data_dir>/admin-key.txt`` (owner-only) and return it, once."""
+        return self.services.auth.ensure_first_admin(self.settings.data_dir)
+
+    def create_key(self, caller: Principal, role: str, tenant: str,
+                   name: str = "") -> tuple[KeyRecord, str]:
+        self._admin(caller, "create API keys")
+        return self.services.auth.create_key(role, tenant, name)
+
+    def list_keys(self, caller: Principal) -> list[KeyRecord]:
+        self._admin(caller, "list API keys")
+        return self.services.auth.list_keys(None if caller.all_tenants else caller.tenant)
+
+    def revoke_key(self, caller: Principal, key_id: str) -> KeyRecord:
+        self._admin(caller, "revoke API keys")
+        return self.services.auth.revoke(key_id, None if caller.all_tenants else caller.tenant)
+
+    # -- operations --------------------------------------------------------------------
+    def health(self) -> dict[str, Any]:
+        return self.services.operations.health()
+
+    def info(self, caller: Principal) -> dict[str, Any]:
+        return self.services.operations.info(caller.tenant,
+                                             lambda c: self._may_use(caller, c))
+
+    def providers(self) -> dict[str, Any]:
+        return self.services.operations.providers()

@@ -29,7 +29,7 @@ RUNBOOKS = [
 def client(settings: Settings) -> Iterator[TestClient]:
     registry.register("embedders", "fake", FakeEmbedder)
     with TestClient(create_app(settings)) as c:
-        c.post("/collections", json={"name": "rb", "embedding_provider": "fake"})
+        c.post("/collections", json={"name": "rb", "embed": {"provider": "fake"}})
         c.post("/collections/rb/documents", json={"documents": [
             {"id": i, "text": t, "metadata": {"tags": tags, "applicable_shapes": shapes}}
             for i, t, tags, shapes in RUNBOOKS]})
@@ -45,7 +45,7 @@ def search(client: TestClient, **body: Any) -> dict[str, Any]:
 def test_rerank_reorders_candidates_by_cross_encoder_score(client: TestClient) -> None:
     ce = CrossEncoderReranker.from_source(
         ModelSource(str(tiny_cross_encoder_dir()), "--cross-encoder-path"))
-    client.app.state.ragline.cross_encoder = ce  # type: ignore[attr-defined]
+    client.app.state.ragline.services.reranker = ce  # type: ignore[attr-defined]
     body = search(client, mode="dense", rerank=True, rerank_candidates=4, limit=3)
     assert body["stages"] == ["dense", "rerank"]
     texts = {i: t for i, t, _, _ in RUNBOOKS}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 
-from ragline.datadir import SERVER_FILE
+LOCK_FILE = "ragline.lock"  # holds the serving process's pid and address
 from tests.live_server import LiveServer
 
 
@@ -29,7 +29,7 @@ def test_backup_goes_through_the_running_server_then_restores(tmp_path: Path) ->
     server = LiveServer(data)
     try:
         server.wait_ready()
-        assert json.loads((data / SERVER_FILE).read_text())["url"] == server.url
+        assert json.loads((data / LOCK_FILE).read_text())["address"] == server.url
         httpx.post(server.url + "/collections", json={"name": "c"}).raise_for_status()
         httpx.post(server.url + "/collections/c/documents",
                    json={"documents": _docs(12)}).raise_for_status()
@@ -42,7 +42,7 @@ def test_backup_goes_through_the_running_server_then_restores(tmp_path: Path) ->
         server.proc.wait(30)
     finally:
         server.stop()
-    assert not (data / SERVER_FILE).exists()  # removed on a clean stop
+    assert (data / LOCK_FILE).read_text() == ""  # released on a clean stop
     refused = ragline("restore", str(tmp_path / "bk"), "--data-dir", str(data))
     assert refused.returncode == 2 and "not empty" in refused.stderr
     ok = ragline("restore", str(tmp_path / "bk"), "--data-dir", str(tmp_path / "restored"))
@@ -65,8 +65,8 @@ def test_backup_without_a_server_opens_the_directory(tmp_path: Path) -> None:
         httpx.post(server.url + "/collections/c/documents",
                    json={"documents": _docs(3)}).raise_for_status()
     finally:
-        server.kill()  # no clean stop: the server file stays behind, and must be ignored
-    assert (data / SERVER_FILE).exists()
+        server.kill()  # no clean stop: the address stays in the file, and must be ignored
+    assert server.url in (data / LOCK_FILE).read_text()
     done = ragline("backup", str(tmp_path / "bk"), "--data-dir", str(data))
     assert done.returncode == 0, done.stderr
     assert "through the server" not in done.stdout

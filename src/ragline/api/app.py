@@ -23,6 +23,7 @@ from ragline.api.routes import (
     documents,
     health,
     ingestion,
+    keys,
     meta,
     rag_ingest,
     rerank,
@@ -43,12 +44,14 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
         limiter = anyio.to_thread.current_default_thread_limiter()
         limiter.total_tokens = settings.worker_threads
         owned = ragline is None
-        app.state.ragline = ragline or Ragline(settings)
+        rl = ragline or Ragline(settings)
+        rl.start()  # idempotent: a caller that built and started it keeps ownership
+        app.state.ragline = rl
         try:
             yield
         finally:
             if owned:
-                app.state.ragline.close()
+                rl.close()
 
     app = FastAPI(title="ragline", version=__version__, lifespan=lifespan,
                   description="Self-hosted RAG backend: collections, documents, search.",
@@ -61,6 +64,6 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
     # Outermost: every response, errors included, carries X-Request-ID.
     app.add_middleware(RequestContextMiddleware, access_log_enabled=settings.access_log)
     for module in (health, collections, documents, search, ingestion, context, rag_ingest,
-                   rerank, admin):
+                   rerank, keys, admin):
         app.include_router(module.router)
     return app

@@ -1,8 +1,10 @@
 """``ragline backup DEST`` and ``ragline restore SRC``.
 
 Backup goes through the server when one holds the data directory (``--url``,
-or the ``ragline-server.json`` a running ``ragline serve`` leaves there): the
-server snapshots online and streams a .tar.gz, unpacked into DEST. With no server,
+or the address a running ``ragline serve`` writes into the directory's lock
+file): the server snapshots online and streams a .tar.gz, unpacked into DEST.
+The request needs an admin key: ``--api-key``, ``$RAGLINE_API_KEY``, or the
+``admin-key.txt`` the server wrote into the data directory on its first start. With no server,
 the data directory is opened directly. Restore never goes through a server: it
 only writes into an empty directory, which no server can be using.
 
@@ -28,17 +30,20 @@ def _fail(exc: RaglineError) -> typer.Exit:
     return typer.Exit(2 if exc.status < 500 or exc.code == "data_format_unsupported" else 1)
 
 
-def _backup_over_http(url: str, dest: Path, timeout: float) -> dict[str, object]:
+def _backup_over_http(url: str, dest: Path, timeout: float,
+                      key: str | None) -> dict[str, object]:
     import httpx
 
-    from ragline.services.backup import unpack_archive
+    from ragline.facade import unpack_backup
 
     if dest.exists() and any(dest.iterdir()):
         raise typer.BadParameter("the destination exists and is not empty", param_hint="DEST")
     dest.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".ragline-backup-", dir=dest.parent) as tmp:
         archive = Path(tmp) / "backup.tar.gz"
-        with httpx.stream("POST", url.rstrip("/") + "/admin/backup", timeout=timeout) as r:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        with httpx.stream("POST", url.rstrip("/") + "/admin/backup", timeout=timeout,
+                          headers=headers) as r:
             if r.status_code != 200:
                 r.read()
                 raise typer.BadParameter(f"the server answered {r.status_code}: {r.text[:300]}")
@@ -47,7 +52,7 @@ def _backup_over_http(url: str, dest: Path, timeout: float) -> dict[str, object]
                     out.write(chunk)
         stage = Path(tmp) / "stage"
         with open(archive, "rb") as f:
-            unpack_archive(f, stage)
+            unpack_backup(f, stage)
         if dest.exists():
             dest.rmdir()
         shutil.move(str(stage), str(dest))
@@ -61,25 +66,26 @@ def backup(
     url: Annotated[str | None, typer.Option(
         help="Back up through this running server instead of opening the directory.")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the server.")] = 3600,
+    api_key: Annotated[str | None, typer.Option(
+        envvar="RAGLINE_API_KEY", help="Admin API key for the server (default: the "
+        "data directory's admin-key.txt).")] = None,
 ) -> None:
     """Take a consistent snapshot of catalog and collections (online if a server runs)."""
     from ragline.cli.main import build_settings
-    from ragline.datadir import running_server_url
+    from ragline.facade import Ragline, holder_address
 
     settings = build_settings(data_dir)
-    server = url or running_server_url(settings.data_dir)
+    server = url or holder_address(settings.data_dir)
     try:
         if server:
             typer.echo(f"backing up through the server at {server}")
-            manifest = _backup_over_http(server, dest, timeout)
+            key_file = settings.data_dir / "admin-key.txt"
+            if api_key is None and key_file.is_file():
+                api_key = key_file.read_text().strip() or None
+            manifest = _backup_over_http(server, dest, timeout, api_key)
         else:
-            from ragline.facade import Ragline
-
-            rl = Ragline(settings)
-            try:
-                manifest = rl.backup(dest)
-            finally:
-                rl.close()
+            with Ragline(settings) as rl:
+                manifest = rl.backup(rl.owner(), dest)
     except RaglineError as exc:
         raise _fail(exc) from exc
     shards = manifest.get("shards") or []
@@ -94,7 +100,7 @@ def restore(
 ) -> None:
     """Restore a backup into an empty data directory (never over existing data)."""
     from ragline.cli.main import build_settings
-    from ragline.services.backup import restore as do_restore
+    from ragline.facade import restore_backup as do_restore
 
     settings = build_settings(data_dir)
     try:

@@ -23,6 +23,7 @@ class BannerFacts:
     log_format: str = "text"
     config_file: Path | None = None
     first_admin_key: str | None = None
+    admin_key_file: Path | None = None
 
 
 def base_url(host: str, port: int) -> str:
@@ -54,8 +55,11 @@ def render(f: BannerFacts) -> str:
     lines = [f"ragline {f.version}"]
     lines += [f"  {k:<8} {v}" for k, v in rows]
     if f.first_admin_key:
-        lines += ["", "  First admin key (shown once, store it now):",
-                  f"    {f.first_admin_key}"]
+        saved = f" and saved (readable by you only) in {f.admin_key_file}" \
+            if f.admin_key_file else ""
+        lines += ["", f"  First start: an admin API key was created. It is shown only now{saved}:",
+                  "", f"    {f.first_admin_key}", "",
+                  f"  Try: curl -H 'Authorization: Bearer {f.first_admin_key}' {url}/collections"]
     width = max(len(line) for line in lines)
     bar = "-" * min(width, 100)
     return "\n".join([bar, *lines, bar])

@@ -6,9 +6,8 @@ Settings are built here, once, from the environment plus the flags given.
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -26,8 +25,10 @@ def _register_subcommands() -> None:
     from ragline.cli.config_cmd import config_app
     from ragline.cli.eval_cmd import eval_app
     from ragline.cli.ingest_cmd import ingest
+    from ragline.cli.keys_cmd import keys_app
 
     app.add_typer(eval_app, name="eval")
+    app.add_typer(keys_app, name="keys")
     app.add_typer(config_app, name="config")
     app.command("backup")(backup)
     app.command("restore")(restore)
@@ -35,11 +36,9 @@ def _register_subcommands() -> None:
 
 
 def _cross_encoder_help() -> str:
-    try:
-        from ragline.providers.rerankers.catalog import help_text
-    except ImportError:
-        return "Cross-encoder model (Hugging Face name or cached id) for /rerank."
-    return help_text()
+    from ragline.models import reranker_help
+
+    return reranker_help()
 
 
 @app.callback()
@@ -85,68 +84,81 @@ def serve(
 ) -> None:
     """Serve the HTTP API (embedded store, nothing else to start)."""
     if list_reranker_models:
-        from ragline.providers.rerankers.catalog import render_list
+        from ragline.models import reranker_list
 
-        typer.echo(render_list())
+        typer.echo(reranker_list())
         raise typer.Exit(0)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     settings = build_settings(data_dir, host=host, port=port, log_level=log_level,
                               log_format=log_format, cross_encoder_model=cross_encoder,
                               cross_encoder_path=cross_encoder_path)
     from ragline.observability.logs import configure_logging
 
     configure_logging(settings.log_level, settings.log_format)
+    host, port = settings.host, settings.port
     import uvicorn
 
     from ragline.api.app import create_app
     from ragline.facade import Ragline
 
+    if settings.auth == "off":
+        if not _loopback(host) and not settings.auth_off_i_understand:
+            typer.echo(f"refusing to serve {host} with RAGLINE_AUTH=off: anyone who can reach "
+                       "the port could read and delete everything. Bind 127.0.0.1, turn auth "
+                       "on, or set RAGLINE_AUTH_OFF_I_UNDERSTAND=1.", err=True)
+            raise typer.Exit(1)
+        log.warning("RAGLINE_AUTH=off: every caller is an admin of the default tenant")
+    rl = Ragline(settings)
+    rl.address = f"http://{host}:{port}"
     try:
-        rl = Ragline(settings)
-        _load_cross_encoder(rl)
+        rl.start()  # lock, recovery and model loading before the port opens
+        first_key = rl.ensure_admin_key()
     except Exception as exc:
         log.critical("start-up failed: %s", exc)
         raise typer.Exit(1) from exc
-    from ragline.cli.banner import base_url
-    from ragline.datadir import remove_server_file, write_server_file
-
+    api = create_app(ragline=rl)
+    _banner(rl, host, port, first_key, api)
     try:
-        api = create_app(ragline=rl)
-        typer.echo(_banner(rl, api))
-        write_server_file(settings.data_dir, base_url(settings.host, settings.port))
         # log_config=None: uvicorn logs through ours (request ids, JSON); its access
         # log is replaced by ragline.access (route templates, request ids).
-        uvicorn.run(api, host=settings.host, port=settings.port, log_level=settings.log_level,
+        uvicorn.run(api, host=host, port=port, log_level=settings.log_level,
                     log_config=None, access_log=False)
     finally:
-        remove_server_file(settings.data_dir)
         rl.close()
 
 
-def _banner(rl: Any, api: Any) -> str:
-    """What a newcomer needs to know on start-up (see ragline.cli.banner)."""
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _banner(rl: object, host: str, port: int, first_key: str | None, api: object) -> None:
+    """What a person starting the server needs to know, on stderr, once
+    (rendered by ragline.cli.banner)."""
     from ragline import __version__
     from ragline.api.docs_ui import has_console
     from ragline.cli.banner import BannerFacts, render
+    from fastapi import FastAPI
 
+    from ragline.facade import Ragline
+
+    assert isinstance(rl, Ragline) and isinstance(api, FastAPI)
     s = rl.settings
-    auth = getattr(rl, "auth_summary", None)
-    return render(BannerFacts(
-        version=__version__, host=s.host, port=s.port, data_dir=s.data_dir,
-        collections=len(rl.collections.all()),
-        auth=auth() if callable(auth) else "off (no API keys: anyone who can reach the port "
-        "can read and write)",
-        console=has_console(api), log_format=s.log_format,
-        config_file=getattr(s, "config_file", None),
-    ))
-
-
-def _load_cross_encoder(rl: object) -> None:
-    try:
-        from ragline.providers.rerankers.cross_encoder import load_from_settings
-    except ImportError:
-        return
-    rl.cross_encoder = load_from_settings(rl.settings)  # type: ignore[attr-defined]
+    auth = "on (API keys required)" if s.auth == "on" else \
+        "OFF (every caller is an admin of the default tenant)"
+    if s.public_search_tenant:
+        auth += f"; public search for tenant '{s.public_search_tenant}'"
+    typer.echo(render(BannerFacts(
+        version=__version__, host=host, port=port, data_dir=s.data_dir,
+        collections=len(rl.list_collections(rl.owner())), auth=auth,
+        console=has_console(api), log_format=s.log_format, config_file=s.config_file,
+        first_admin_key=first_key, admin_key_file=s.data_dir / "admin-key.txt",
+    )), err=True)
 
 
 @app.command()
@@ -157,16 +169,14 @@ def optimize(
     """Build HNSW and payload indexes (run while the server is stopped: Edge holds the GIL)."""
     from ragline.facade import Ragline
 
-    rl = Ragline(build_settings(data_dir))
-    try:
-        for c in rl.collections.all():
+    with Ragline(build_settings(data_dir)) as rl:
+        me = rl.owner()
+        for c in rl.list_collections(me):
             if collection and c.name != collection:
                 continue
             if c.dimension:
-                changed = rl.store.optimize(c.shard)
+                changed = rl.optimize_collection(me, c.name)
                 typer.echo(f"{c.name}: {'optimized' if changed else 'already optimal'}")
-    finally:
-        rl.close()
 
 
 _register_subcommands()

@@ -58,20 +58,31 @@ class CollectionService:
     def create(
         self, name: str, metadata: dict[str, Any] | None = None,
         embedding_provider: str | None = None, embedding_model: str | None = None,
-        dimension: int | None = None,
+        embed: dict[str, Any] | None = None, dimension: int | None = None,
     ) -> CollectionInfo:
+        """Spec 000's ``embedding_provider``/``embedding_model`` are stored as metadata,
+        without validation, and change nothing else: such a collection takes pre-computed
+        embeddings. Server-side embedding is opted in with ``embed`` (``{"provider",
+        "model"}``), whose provider must be one ragline can run."""
         check_collection_name(name)
         if metadata is not None and not isinstance(metadata, dict):
             raise InvalidInput("Invalid metadata: must be an object")
         meta = dict(metadata or {})
-        # spec 000: top-level embedding fields are honoured as metadata too
         if embedding_provider is not None:
             meta["embedding_provider"] = embedding_provider
         if embedding_model is not None:
             meta["embedding_model"] = embedding_model
-        provider = embedding_provider or meta.get("embedding_provider")
-        model = embedding_model or meta.get("embedding_model")
-        if provider and self.embedders is not None and self.embedders.known(provider):
+        provider: str | None = None
+        model: str | None = None
+        if embed is not None:
+            if not isinstance(embed, dict) or not isinstance(embed.get("provider"), str):
+                raise InvalidInput("'embed' must be an object with a 'provider' name")
+            provider, model = embed["provider"], embed.get("model")
+            known = self.embedders.names() if self.embedders is not None else []
+            if provider not in known:
+                raise InvalidInput(f"Unknown embedding provider '{provider}' in 'embed' "
+                                   f"(available: {', '.join(known) or 'none'})")
+        if provider and self.embedders is not None:
             # a provider ragline can run fixes the dimension now, so pre-computed
             # vectors of another size are refused from the first request on
             emb = self.embedders.get(provider, model)
@@ -80,8 +91,21 @@ class CollectionService:
         return self.catalog.create_collection(
             name, meta, new_shard_key(), dimension, provider, model)
 
-    def get(self, name: str) -> CollectionInfo:
-        return self.catalog.get_collection(name)
+    def get(self, name: str, *, message: str | None = None) -> CollectionInfo:
+        return self.catalog.get_collection(name, message=message)
+
+    def find(self, name: str) -> CollectionInfo | None:
+        return self.catalog.find_collection(name)
+
+    def set_dimension(self, name: str, dimension: int) -> None:
+        self.catalog.set_dimension(name, dimension)
+
+    def count(self, info: CollectionInfo, tenant: str) -> int:
+        """Documents of ``tenant`` in the collection (0 before its first write)."""
+        return self.store.count(info.shard, tenant, None) if info.dimension else 0
+
+    def size_bytes(self, info: CollectionInfo) -> int:
+        return self.store.size_bytes(info.shard) if info.dimension else 0
 
     def all(self) -> list[CollectionInfo]:
         return self.catalog.list_collections()
@@ -120,6 +144,11 @@ class CollectionService:
             threading.Thread(target=self._drop_retired, args=(info.shard,),
                              name=f"drop-{info.shard}", daemon=True).start()
             return count
+
+    def optimize(self, name: str) -> bool:
+        """Build the collection's indexes now; False when already optimal (or empty)."""
+        info = self.get(name)
+        return bool(info.dimension) and self.store.optimize(info.shard)
 
     def replace_shard(self, name: str, old: str, new: str) -> None:
         """Point ``name`` at an already filled shard ``new`` (a rebuild), then drop ``old``.

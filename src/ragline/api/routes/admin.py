@@ -16,18 +16,18 @@ from fastapi import APIRouter
 from fastapi.responses import FileResponse
 from starlette.background import BackgroundTask
 
-from ragline.api.deps import RL
+from ragline.api.deps import RL, Caller
 
 router = APIRouter(tags=["operations"])
 
 
 @router.post("/admin/backup", response_class=FileResponse,
              responses={200: {"content": {"application/gzip": {}}}})
-def backup(rl: RL) -> FileResponse:
-    """A consistent snapshot of the whole data directory as a .tar.gz."""
+def backup(rl: RL, caller: Caller) -> FileResponse:
+    """A consistent snapshot of the whole data directory as a .tar.gz (admin keys only)."""
     workdir = Path(tempfile.mkdtemp(prefix="ragline-backup-"))
     try:
-        archive = rl.backup_archive(workdir)
+        archive = rl.backup_archive(caller, workdir)
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise

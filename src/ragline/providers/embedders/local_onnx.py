@@ -106,7 +106,7 @@ class LocalOnnxConfig(ProviderConfig):
 
 
 def models_dir(configured: Path | None = None) -> Path:
-    if configured is not None:
+    if configured is not None:  # Settings.models_dir (RAGLINE_MODELS_DIR)
         return configured
     return default_models_dir()
 
