@@ -27,7 +27,7 @@ from tests.ingestion_support import (
 
 @pytest.fixture
 def fake_client(tmp_path: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(fake_settings(tmp_path))) as c:
+    with TestClient(create_app(fake_settings(tmp_path, job_progress_every=2))) as c:
         yield c
 
 
@@ -159,13 +159,12 @@ def test_job_status_has_progress_and_logs_start_progress_end(
         fake_client: TestClient, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     book = copy_book(tmp_path)
     rl = fake_client.app.state.ragline  # type: ignore[attr-defined]
-    rl.jobs.progress_every = 2
     before = _samples(fake_client.get("/metrics").text)
     with caplog.at_level(logging.INFO, logger="ragline.services.jobs"):
         r = fake_client.post("/ingestion/trigger", json={"collection": "book",
                                                          "path": str(book)})
         job_id = r.json()["job_id"]
-        rl.jobs.wait(job_id, timeout=60)
+        rl.wait_for_job(rl.owner(), job_id, timeout=60)
     job = fake_client.get(f"/ingestion/status/{job_id}").json()
     assert job["status"] == "succeeded"
     assert job["files_total"] == job["files_done"] == 6

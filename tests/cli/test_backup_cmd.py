@@ -10,8 +10,9 @@ from pathlib import Path
 
 import httpx
 
-LOCK_FILE = "ragline.lock"  # holds the serving process's pid and address
 from tests.live_server import LiveServer
+
+LOCK_FILE = "ragline.lock"  # holds the serving process's pid and address
 
 
 def ragline(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -140,11 +140,11 @@ def _loopback(host: str) -> bool:
 def _banner(rl: object, host: str, port: int, first_key: str | None, api: object) -> None:
     """What a person starting the server needs to know, on stderr, once
     (rendered by ragline.cli.banner)."""
+    from fastapi import FastAPI
+
     from ragline import __version__
     from ragline.api.docs_ui import has_console
     from ragline.cli.banner import BannerFacts, render
-    from fastapi import FastAPI
-
     from ragline.facade import Ragline
 
     assert isinstance(rl, Ragline) and isinstance(api, FastAPI)
