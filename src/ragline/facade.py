@@ -41,6 +41,7 @@ from ragline.errors import (
     RaglineError,
     RerankError,
 )
+from ragline.observability.metrics import render as metrics_render
 from ragline.providers.stores.base import VectorStore
 from ragline.services.auth import AuthService
 from ragline.services.backup import BackupService
@@ -345,6 +346,12 @@ class Ragline:
         """Build indexes now (offline use: see docs/storage.md)."""
         self._admin(caller, "optimize collections")
         return self.services.collections.optimize(name)
+
+    # -- observability -----------------------------------------------------------------
+    def metrics(self, caller: Principal) -> tuple[bytes, str]:
+        """Prometheus exposition text and its content type (every tenant's figures)."""
+        self._admin(caller, "read metrics")
+        return metrics_render()
 
     # -- backups -----------------------------------------------------------------------
     def backup(self, caller: Principal, dest: Path) -> dict[str, Any]:

@@ -10,13 +10,13 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 
 from ragline import __version__
-from ragline.observability import metrics
+from ragline.api.deps import RL, Caller
 
 router = APIRouter(tags=["operations"])
 
 
 @router.get("/version")
-def version() -> dict[str, Any]:
+def version(caller: Caller) -> dict[str, Any]:
     """ragline's version, the data-directory format it writes, and the Python it runs on."""
     from ragline.datadir import FORMAT_VERSION
 
@@ -34,7 +34,8 @@ metrics_router = APIRouter(tags=["operations"])
 
 @metrics_router.get("/metrics", response_class=Response,
                     responses={200: {"content": {"text/plain": {}}}})
-def prometheus_metrics() -> Response:
-    """Prometheus exposition text: HTTP, batching, store, jobs, cache (docs/operations.md)."""
-    body, content_type = metrics.render()
+def prometheus_metrics(rl: RL, caller: Caller) -> Response:
+    """Prometheus exposition text: HTTP, batching, store, jobs, cache (docs/operations.md).
+    Admin keys only: the figures cover every tenant."""
+    body, content_type = rl.metrics(caller)
     return Response(body, media_type=content_type)
