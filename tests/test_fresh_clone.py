@@ -96,7 +96,7 @@ def test_banner_says_where_and_who(served: tuple[str, Path], clone: Path) -> Non
 
 def test_docs_render_without_network(served: tuple[str, Path]) -> None:
     url, _ = served
-    assert httpx.get(url + "/", follow_redirects=False).headers["location"] == "/docs"
+    assert httpx.get(url + "/", follow_redirects=False).headers["location"] == "/ui"
     for page in ("/docs", "/redoc"):
         html = httpx.get(url + page).text
         refs = re.findall(r"""(?:src|href)=["']([^"']+)["']""", html)

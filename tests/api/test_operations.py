@@ -31,9 +31,21 @@ def fake_client(tmp_path: Path) -> Iterator[TestClient]:
         yield c
 
 
-def test_root_redirects_to_docs_when_no_console(client: TestClient) -> None:
+def test_root_redirects_to_the_console(client: TestClient) -> None:
     r = client.get("/", follow_redirects=False)
-    assert r.status_code == 307 and r.headers["location"] == "/docs"
+    assert r.status_code == 307 and r.headers["location"] == "/ui"
+
+
+def test_root_redirects_to_docs_when_no_console() -> None:
+    from fastapi import FastAPI
+
+    from ragline.api import docs_ui
+
+    app = FastAPI(docs_url=None, redoc_url=None)
+    docs_ui.install(app)
+    with TestClient(app) as c:
+        r = c.get("/", follow_redirects=False)
+        assert r.status_code == 307 and r.headers["location"] == "/docs"
 
 
 def test_docs_and_redoc_load_only_local_assets(client: TestClient) -> None:
@@ -180,15 +192,3 @@ def test_job_status_has_progress_and_logs_start_progress_end(
                  status="succeeded") == 1
     assert _value(after, "ragline_ingest_files_total", outcome="changed") \
         - _value(before, "ragline_ingest_files_total", outcome="changed") == 6
-
-
-def test_root_redirects_to_the_console_when_one_is_mounted(settings: Settings) -> None:
-    app = create_app(settings)
-
-    @app.get("/ui")
-    def console() -> dict[str, str]:
-        return {"console": "here"}
-
-    with TestClient(app) as c:
-        r = c.get("/", follow_redirects=False)
-        assert r.status_code == 307 and r.headers["location"] == "/ui"
