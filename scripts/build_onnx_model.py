@@ -81,7 +81,8 @@ def default_out_dir() -> Path:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
     from ragline.providers.embedders.model_cache import default_models_dir
 
-    return default_models_dir() / OUT_DIRNAME
+    env_dir = os.environ.get("RAGLINE_MODELS_DIR")  # as Settings.models_dir
+    return (Path(env_dir) if env_dir else default_models_dir()) / OUT_DIRNAME
 
 
 def export_fp32(src: Path, dst: Path) -> None:

@@ -95,7 +95,10 @@ def main() -> None:
     ap.add_argument("--keep-build-env", action="store_true",
                     help="keep the build virtualenv (for debugging the export)")
     args = ap.parse_args()
-    out = (args.out or default_models_dir() / OUT_DIRNAME).resolve()
+    # RAGLINE_MODELS_DIR: the same variable Settings.models_dir reads at run time.
+    env_dir = os.environ.get("RAGLINE_MODELS_DIR")
+    base = Path(env_dir) if env_dir else default_models_dir()
+    out = (args.out or base / OUT_DIRNAME).resolve()
     if not args.force and is_built(out):
         say(f"model: found {out} (recipe {recipe_hash()}); nothing to build")
         return

@@ -13,11 +13,10 @@ from ragline.providers.embedders.model_cache import RECIPE, default_models_dir, 
 
 def test_cache_dir_is_keyed_by_recipe_and_outside_the_venv(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("RAGLINE_MODELS_DIR", raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setattr(sys, "prefix", str(tmp_path / "venv"))
     got = default_models_dir()
-    assert got == tmp_path / "ragline" / "models" / recipe_hash()
+    assert got == tmp_path / ".cache" / "ragline" / "models" / recipe_hash()
     assert not str(got).startswith(sys.prefix)
 
 
@@ -28,12 +27,9 @@ def test_recipe_hash_changes_with_the_recipe(monkeypatch: pytest.MonkeyPatch) ->
     assert recipe_hash() != before
 
 
-def test_env_override_and_legacy_venv_location(
+def test_legacy_venv_location(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RAGLINE_MODELS_DIR", str(tmp_path / "mine"))
-    assert default_models_dir() == tmp_path / "mine"
-    monkeypatch.delenv("RAGLINE_MODELS_DIR")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "empty-cache"))
+    monkeypatch.setenv("HOME", str(tmp_path / "empty-home"))
     legacy = tmp_path / "venv" / "share" / "ragline" / "models"
     legacy.mkdir(parents=True)
     monkeypatch.setattr(sys, "prefix", str(tmp_path / "venv"))

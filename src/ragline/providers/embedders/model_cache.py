@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Final
@@ -47,23 +46,18 @@ def recipe_hash() -> str:
 
 
 def cache_root() -> Path:
-    """``$XDG_CACHE_HOME/ragline/models`` or ``~/.cache/ragline/models``."""
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".cache"
-    return base / "ragline" / "models"
+    """``~/.cache/ragline/models`` (the configured ``models_dir`` overrides the whole
+    lookup; environment variables are read by ``ragline.settings`` only)."""
+    return Path.home() / ".cache" / "ragline" / "models"
 
 
 def default_models_dir() -> Path:
-    """The directory named models are looked up in when none is configured.
+    """The directory named models are looked up in when ``models_dir`` is not configured.
 
-    ``$RAGLINE_MODELS_DIR`` wins (the same variable ``Settings.models_dir`` reads,
-    here for the build script and bare library use); then the recipe's cache
-    directory; then, for virtualenvs installed before the cache existed,
-    ``<venv>/share/ragline/models`` if that one holds a model and the cache does not.
+    The recipe's cache directory; or, for virtualenvs installed before the cache
+    existed, ``<venv>/share/ragline/models`` if that one holds a model and the cache
+    does not.
     """
-    env = os.environ.get("RAGLINE_MODELS_DIR")
-    if env:
-        return Path(env)
     cached = cache_root() / recipe_hash()
     legacy = Path(sys.prefix) / "share" / "ragline" / "models"
     if not cached.is_dir() and legacy.is_dir():
