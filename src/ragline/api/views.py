@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragline.facade import Job, job_counters
+from ragline.facade import Job, job_counters, job_progress
 
 
 def job_view(job: Job) -> dict[str, Any]:
@@ -17,4 +17,5 @@ def job_view(job: Job) -> dict[str, Any]:
         "created_at": job.created_at, "started_at": job.started_at,
         "finished_at": job.finished_at, "duration_s": job.duration_s, "error": job.error,
         "warnings": job.warnings, "result": job.result,
+        **job_progress(job),
     }

@@ -61,7 +61,7 @@ SCHEMA = (
 )
 
 COUNTERS = (
-    "files_seen", "files_changed", "files_skipped", "files_deleted", "files_failed",
+    "files_total", "files_seen", "files_changed", "files_skipped", "files_deleted", "files_failed",
     "chunks_created", "chunks_updated", "chunks_deleted", "texts_embedded", "embedding_calls",
 )
 """Job counters, always present in a job (0 until the run gets there)."""

@@ -62,3 +62,22 @@ def _holder(text: str) -> dict[str, Any]:
     except ValueError:
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def holder_address(data_dir: Path) -> str | None:
+    """The address of the live process holding ``data_dir`` (a server started by
+    ``ragline serve``), or None when no process holds it or the holder serves nothing.
+
+    The CLI uses it to send work to that server instead of failing on the lock.
+    """
+    path = data_dir / LOCK_FILE
+    if not path.exists():
+        return None
+    with open(path) as f:
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:  # held: read who holds it
+            address = _holder(f.read()).get("address")
+            return address if isinstance(address, str) and address else None
+        fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+    return None

@@ -92,6 +92,21 @@ class Catalog:
     def read(self) -> sqlite3.Connection:
         return self._conn()
 
+    @contextmanager
+    def frozen(self) -> Iterator[None]:
+        """Hold off every write transaction of this process (reads go on): a backup
+        copies the catalog and the shards inside one of these so they agree."""
+        with self._write:
+            yield
+
+    def backup_to(self, dest: Path) -> None:
+        """A consistent copy of the database via SQLite's online backup API (WAL included)."""
+        target = sqlite3.connect(dest)
+        try:
+            self._conn().backup(target)
+        finally:
+            target.close()
+
     # -- collections ---------------------------------------------------------------
     @staticmethod
     def _info(row: sqlite3.Row) -> CollectionInfo:

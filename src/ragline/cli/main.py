@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from ragline.cli import options
 from ragline.settings import Settings
 
 app = typer.Typer(help="ragline: a self-hosted RAG backend.", no_args_is_help=True,
@@ -20,6 +21,8 @@ log = logging.getLogger("ragline")
 
 
 def _register_subcommands() -> None:
+    from ragline.cli.backup_cmd import backup, restore
+    from ragline.cli.config_cmd import config_app
     from ragline.cli.eval_cmd import eval_app
     from ragline.cli.ingest_cmd import ingest
     from ragline.cli.keys_cmd import keys_app
@@ -29,6 +32,9 @@ def _register_subcommands() -> None:
     app.add_typer(eval_app, name="eval")
     app.add_typer(keys_app, name="keys")
     app.add_typer(models_app, name="models")
+    app.add_typer(config_app, name="config")
+    app.command("backup")(backup)
+    app.command("restore")(restore)
     app.command("ingest")(ingest)
     app.command("mcp")(mcp)
 
@@ -39,17 +45,35 @@ def _cross_encoder_help() -> str:
     return reranker_help()
 
 
+@app.callback()
+def _global_options(
+    config: Annotated[Path | None, typer.Option(
+        "--config", help="TOML settings file (default: $RAGLINE_CONFIG or ./ragline.toml). "
+        "Precedence: flags > environment > file > defaults.")] = None,
+) -> None:
+    options.config_file = config
+
+
 def build_settings(data_dir: Path | None = None, **overrides: object) -> Settings:
+    """Settings from flags > env > TOML file > defaults; a bad value exits 2 naming the key."""
+    from ragline.errors import ConfigError
+    from ragline.settings import load_settings
+
     values = {k: v for k, v in overrides.items() if v is not None}
     if data_dir is not None:
         values["data_dir"] = data_dir
-    return Settings(**values)  # type: ignore[arg-type]
+    try:
+        return load_settings(options.config_file, **values)
+    except ConfigError as exc:
+        typer.echo(f"configuration error: {exc.message}", err=True)
+        raise typer.Exit(2) from exc
 
 
 @app.command()
 def serve(
-    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    host: Annotated[str | None, typer.Option(
+        help="Interface to listen on (default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="TCP port (default 8000).")] = None,
     data_dir: Annotated[Path | None, typer.Option(help="Data directory (default ./data).")] = None,
     cross_encoder: Annotated[str | None, typer.Option(
         "--cross-encoder", help=_cross_encoder_help())] = None,
@@ -57,7 +81,10 @@ def serve(
         "--cross-encoder-path", help="Local directory of a cross-encoder; no hub access.")] = None,
     list_reranker_models: Annotated[bool, typer.Option(
         "--list-reranker-models", help="Print recommended cross-encoders and exit.")] = False,
-    log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+    log_level: Annotated[str | None, typer.Option(
+        help="debug, info, warning or error (default info).")] = None,
+    log_format: Annotated[str | None, typer.Option(
+        help="text or json (one JSON object per line, with request ids).")] = None,
 ) -> None:
     """Serve the HTTP API (embedded store, nothing else to start)."""
     if list_reranker_models:
@@ -65,11 +92,13 @@ def serve(
 
         typer.echo(reranker_list())
         raise typer.Exit(0)
-    logging.basicConfig(level=log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = build_settings(data_dir, host=host, port=port, log_level=log_level,
-                              cross_encoder_model=cross_encoder,
+                              log_format=log_format, cross_encoder_model=cross_encoder,
                               cross_encoder_path=cross_encoder_path)
+    from ragline.observability.logs import configure_logging
+
+    configure_logging(settings.log_level, settings.log_format)
+    host, port = settings.host, settings.port
     import uvicorn
 
     from ragline.api.app import create_app
@@ -90,9 +119,13 @@ def serve(
     except Exception as exc:
         log.critical("start-up failed: %s", exc)
         raise typer.Exit(1) from exc
-    _banner(rl, host, port, first_key)
+    api = create_app(ragline=rl)
+    _banner(rl, host, port, first_key, api)
     try:
-        uvicorn.run(create_app(ragline=rl), host=host, port=port, log_level=log_level)
+        # log_config=None: uvicorn logs through ours (request ids, JSON); its access
+        # log is replaced by ragline.access (route templates, request ids).
+        uvicorn.run(api, host=host, port=port, log_level=settings.log_level,
+                    log_config=None, access_log=False)
     finally:
         rl.close()
 
@@ -108,24 +141,28 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def _banner(rl: object, host: str, port: int, first_key: str | None) -> None:
-    """What a person starting the server needs to know, on stderr, once."""
+def _banner(rl: object, host: str, port: int, first_key: str | None, api: object) -> None:
+    """What a person starting the server needs to know, on stderr, once
+    (rendered by ragline.cli.banner)."""
+    from fastapi import FastAPI
+
+    from ragline import __version__
+    from ragline.api.docs_ui import has_console
+    from ragline.cli.banner import BannerFacts, render
     from ragline.facade import Ragline
 
-    assert isinstance(rl, Ragline)
+    assert isinstance(rl, Ragline) and isinstance(api, FastAPI)
     s = rl.settings
-    url = f"http://{host}:{port}"
-    lines = [f"ragline serving {url}  (docs: {url}/docs)",
-             f"  data directory: {s.data_dir}",
-             f"  auth: {'on (API keys required)' if s.auth == 'on' else 'OFF'}"]
+    auth = "on (API keys required)" if s.auth == "on" else \
+        "OFF (every caller is an admin of the default tenant)"
     if s.public_search_tenant:
-        lines.append(f"  public search: tenant '{s.public_search_tenant}'")
-    if first_key:
-        lines += ["", "  First start: an admin API key was created. It is shown only now and",
-                  f"  saved (readable by you only) in {s.data_dir / 'admin-key.txt'}:",
-                  "", f"    {first_key}", "",
-                  f"  Try: curl -H 'Authorization: Bearer {first_key}' {url}/collections"]
-    typer.echo("\n".join(lines), err=True)
+        auth += f"; public search for tenant '{s.public_search_tenant}'"
+    typer.echo(render(BannerFacts(
+        version=__version__, host=host, port=port, data_dir=s.data_dir,
+        collections=len(rl.list_collections(rl.owner())), auth=auth,
+        console=has_console(api), log_format=s.log_format, config_file=s.config_file,
+        first_admin_key=first_key, admin_key_file=s.data_dir / "admin-key.txt",
+    )), err=True)
 
 
 @app.command()

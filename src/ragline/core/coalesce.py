@@ -51,10 +51,14 @@ class Coalescer(Generic[K, T, R]):
     def __init__(
         self, run: Callable[[K, list[T]], Sequence[R | BaseException]], *,
         max_batch: int = 64, max_wait_ms: float = 5, workers: int = 1, name: str = "batch",
+        on_batch: Callable[[str, int, list[float]], None] | None = None,
     ) -> None:
         if max_batch < 1 or max_wait_ms < 0 or workers < 1:
             raise ValueError("max_batch >= 1, max_wait_ms >= 0 and workers >= 1 required")
         self.run = run
+        self.name = name
+        # Observer of each batch sent: (name, size, seconds each item waited); metrics.
+        self.on_batch = on_batch
         self.max_batch = max_batch
         self.max_wait = max_wait_ms / 1000
         self.workers = workers
@@ -101,6 +105,10 @@ class Coalescer(Generic[K, T, R]):
             if len(lane.pending) < self.max_batch:
                 lane.full.clear()
             live = [(it, f) for it, f, _ in batch if not f.done()]  # skip cancelled callers
+            if live and self.on_batch is not None:
+                now = loop.time()
+                self.on_batch(self.name, len(live), [now - t for _, f, t in batch
+                                                     if not f.done()])
             if live:
                 task = loop.create_task(self._dispatch(loop, key, live))
                 lane.inflight.add(task)

@@ -93,7 +93,10 @@ def run(rl: Ragline, data: BeirData, collection: str, mode: str | None,
 
 
 def score(data: BeirData, runs: dict[str, dict[str, float]]) -> dict[str, float]:
-    import pytrec_eval
+    try:
+        import pytrec_eval
+    except ImportError as exc:  # an install without the [eval] extra
+        raise InvalidInput("evaluation needs trec_eval: pip install 'ragline[eval]'") from exc
 
     ev = pytrec_eval.RelevanceEvaluator(data.qrels, {"ndcg_cut.10", "recall.100"})
     top10 = {q: dict(sorted(r.items(), key=lambda kv: -kv[1])[:10]) for q, r in runs.items()}

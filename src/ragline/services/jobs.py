@@ -17,11 +17,13 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ragline.catalog.ingest_state import Job, JobTable
 from ragline.errors import InvalidInput, NotFound, RaglineError, ServiceUnavailable
+from ragline.observability import metrics
 from ragline.services.ingest import IngestService
 from ragline.services.ingest_stats import IngestStats, Progress, check_mode
 from ragline.services.validation import check_collection_name
@@ -30,6 +32,37 @@ log = logging.getLogger(__name__)
 
 INTERRUPTED = "interrupted by restart"
 PROGRESS_EVERY_S = 0.5
+
+
+def _since(iso: str | None) -> float | None:
+    if not iso:
+        return None
+    try:
+        started = datetime.fromisoformat(iso)
+    except ValueError:
+        return None
+    if started.tzinfo is None:
+        started = started.replace(tzinfo=UTC)
+    return max(0.0, (datetime.now(UTC) - started).total_seconds())
+
+
+def job_progress(job: Job) -> dict[str, Any]:
+    """files done/total, files per second and the estimated seconds left.
+
+    ``files_done`` counts changed, skipped and failed files (what the run has got
+    through); the rate is over the run so far (the whole run once finished), and
+    ``eta_s`` is null until there is a rate, and 0 once the job is finished.
+    """
+    c = job.counters
+    done = c.get("files_changed", 0) + c.get("files_skipped", 0) + c.get("files_failed", 0)
+    total = c.get("files_total", 0) or c.get("files_seen", 0)
+    elapsed = job.duration_s if job.duration_s is not None else _since(job.started_at)
+    rate = done / elapsed if elapsed and done else None
+    finished = job.status in ("succeeded", "failed")
+    eta = 0.0 if finished else (max(0, total - done) / rate if rate else None)
+    return {"files_done": done, "files_total": total,
+            "rate_files_per_s": round(rate, 3) if rate else None,
+            "eta_s": round(eta, 1) if eta is not None else None}
 
 
 @dataclass
@@ -55,6 +88,7 @@ class JobService:
         self.ingest = ingest
         self.uploads_dir = uploads_dir
         self.workers = workers
+        self.progress_every = max(1, int(getattr(ingest.settings, "job_progress_every", 25)))
         self._pool: ThreadPoolExecutor | None = None
         self._stop = threading.Event()
         self._futures: dict[str, Future[Job]] = {}
@@ -119,6 +153,11 @@ class JobService:
         self.table.start(job_id)
         t0 = time.perf_counter()
         last = [0.0]
+        every = self.progress_every
+        logged = [0]
+        log.info("ingestion job %s started: %s into '%s' (mode %s, trigger %s)", job_id,
+                 job.kind, job.collection, job.mode, job.trigger,
+                 extra={"job_id": job_id, "collection": job.collection})
 
         def report(stats: IngestStats) -> None:
             if progress is not None:
@@ -127,8 +166,19 @@ class JobService:
             if now - last[0] >= PROGRESS_EVERY_S:
                 last[0] = now
                 self.table.progress(job_id, stats.counters(), stats.warnings)
+            done = stats.files_done
+            if done - logged[0] >= every:
+                logged[0] = done - done % every
+                rate = done / stats.elapsed if stats.elapsed > 0 else 0.0
+                left = max(0, stats.files_total - done)
+                log.info("ingestion job %s: %d/%d files (%.1f files/s, eta %.0f s)", job_id,
+                         done, stats.files_total, rate, left / rate if rate else 0.0,
+                         extra={"job_id": job_id, "files_done": done,
+                                "files_total": stats.files_total})
 
         stats = IngestStats()
+        metrics.JOBS_RUNNING.inc()
+        status = "failed"
         try:
             result = self._execute(job, report, stats)
         except Exception as exc:
@@ -137,9 +187,22 @@ class JobService:
             self.table.finish(job_id, "failed", stats.counters(), stats.warnings,
                               time.perf_counter() - t0, error=message)
         else:
+            status = "succeeded"
             self.table.finish(job_id, "succeeded", stats.counters(), stats.warnings,
                               time.perf_counter() - t0, result=result)
         finally:
+            metrics.JOBS_RUNNING.dec()
+            metrics.JOBS.labels(job.kind, status).inc()
+            for outcome in ("changed", "skipped", "deleted", "failed"):
+                n = getattr(stats, f"files_{outcome}")
+                if n:
+                    metrics.INGEST_FILES.labels(outcome).inc(n)
+            log.info("ingestion job %s %s in %.1f s: %d files (%d changed, %d unchanged, "
+                     "%d deleted, %d failed), %d chunks written, %d warnings", job_id, status,
+                     time.perf_counter() - t0, stats.files_seen, stats.files_changed,
+                     stats.files_skipped, stats.files_deleted, stats.files_failed,
+                     stats.chunks_created + stats.chunks_updated, len(stats.warnings),
+                     extra={"job_id": job_id, "status": status, **stats.counters()})
             shutil.rmtree(self.uploads_dir / job_id, ignore_errors=True)
             with self._lock:
                 self._futures.pop(job_id, None)

@@ -23,6 +23,7 @@ from ragline.core.filters import Node
 from ragline.core.types import CollectionInfo, ScoredRecord, SearchMode, StoreQuery
 from ragline.core.types import Fusion as FusionKind
 from ragline.errors import InvalidInput
+from ragline.observability import metrics
 from ragline.providers.stores.base import VectorStore
 from ragline.services.boosts import BoostConfig, apply_boosts, merge_boost_config
 from ragline.services.collections import CollectionService
@@ -98,7 +99,7 @@ class RetrievalService:
         # Concurrent requests' store queries leave together, per shard (see _run_batch).
         self._store_batcher: Coalescer[str, StoreQuery, list[ScoredRecord]] = Coalescer(
             self._run_batch, max_batch=b.max_batch, max_wait_ms=b.max_wait_ms,
-            workers=b.workers, name="search")
+            workers=b.workers, name="search", on_batch=metrics.observe_batch)
 
     def batching_stats(self) -> dict[str, Any]:
         return self._store_batcher.stats()
@@ -162,7 +163,8 @@ class RetrievalService:
         """One store call for queries coalesced from concurrent requests. If it fails,
         each query runs alone, so one request's error is not every request's."""
         try:
-            return list(self.store.query_batch(key, queries))
+            with metrics.STORE_QUERY_SECONDS.labels("query_batch").time():
+                return list(self.store.query_batch(key, queries))
         except Exception:
             if len(queries) == 1:
                 raise

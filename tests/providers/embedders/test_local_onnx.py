@@ -111,7 +111,7 @@ def test_model_may_be_a_directory_path(minilm_dir: Path) -> None:
 
 
 def test_models_dir_override(minilm_dir: Path, tmp_path: Path) -> None:
-    with pytest.raises(ModelNotLoaded, match=r"build_onnx_model\.py"):
+    with pytest.raises(ModelNotLoaded, match=r"ensure_model\.py"):
         LocalOnnxEmbedder(models_dir=tmp_path)
     (tmp_path / minilm_dir.name).symlink_to(minilm_dir)
     assert LocalOnnxEmbedder(models_dir=tmp_path).path == minilm_dir.resolve()

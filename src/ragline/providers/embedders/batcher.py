@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ragline.core.coalesce import Coalescer
+from ragline.observability import metrics
 from ragline.providers.embedders.base import Embedder, InputType
 from ragline.providers.embedders.util import check_inputs
 
@@ -34,7 +35,7 @@ class MicroBatcher:
         self._lookup = getattr(embedder, "lookup", None)  # a cache in front of the model
         self._coalescer: Coalescer[InputType, str, Vec] = Coalescer(
             self._embed, max_batch=max_batch, max_wait_ms=max_wait_ms, workers=workers,
-            name="embed")
+            name="embed", on_batch=metrics.observe_batch)
 
     def _embed(self, input_type: InputType, texts: list[str]) -> list[Vec]:
         vecs = self.embedder.embed(texts, input_type)

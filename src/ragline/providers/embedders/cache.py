@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from ragline.observability import metrics
 from ragline.providers.base import Health, ProviderConfig
 from ragline.providers.embedders.base import Embedder, InputType
 from ragline.providers.embedders.util import check_inputs
@@ -119,6 +120,12 @@ class CachedEmbedder:
                 row = vec.copy()
                 row.setflags(write=False)  # shared between callers: must not be mutated
                 found[k] = row
+        if hits:
+            metrics.EMBED_CACHE.labels("hit").inc(hits)
+        if len(texts) - hits:
+            metrics.EMBED_CACHE.labels("miss").inc(len(texts) - hits)
+        if missing:
+            metrics.EMBED_TEXTS.labels(self.model).inc(len(missing))
         with self._lock:
             self._hits += hits
             self._misses += len(texts) - hits
@@ -146,6 +153,7 @@ class CachedEmbedder:
                 return None
             self._entries.move_to_end(key)
             self._hits += 1
+        metrics.EMBED_CACHE.labels("hit").inc()
         log.debug("embedding cache: 1 hit")
         return vec
 

@@ -19,8 +19,8 @@ same vector.
 
 ``model`` is either a known name (resolved to ``<models dir>/<name>-onnx-int8``,
 where the models dir is ``models_dir`` / ``$RAGLINE_MODELS_DIR`` /
-``<sys.prefix>/share/ragline/models``) or a directory holding ``model.onnx`` and
-``tokenizer.json`` (plus an optional ``ragline_model.json`` manifest).
+``~/.cache/ragline/models/<recipe hash>``, see ``model_cache``) or a directory
+holding ``model.onnx`` and ``tokenizer.json`` (plus an optional ``ragline_model.json`` manifest).
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ import hashlib
 import json
 import logging
 import os
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -42,6 +41,7 @@ from pydantic import Field
 from ragline.errors import InvalidInput, ModelNotLoaded
 from ragline.providers.base import Health, ProviderConfig
 from ragline.providers.embedders.base import InputType
+from ragline.providers.embedders.model_cache import default_models_dir
 from ragline.providers.embedders.util import check_inputs, l2_normalise
 
 log = logging.getLogger(__name__)
@@ -54,7 +54,7 @@ KNOWN_MODELS = {
 }
 # Below this many word pieces in a call, one worker does it all (no hand-off cost).
 PARALLEL_MIN_TOKENS = 1024
-BUILD_HINT = "build it with: python scripts/build_onnx_model.py (see scripts/install.sh)"
+BUILD_HINT = "build it with: make install (or python scripts/ensure_model.py)"
 
 
 # Extra padded word pieces a chunk may carry, as a share of its real ones.
@@ -92,7 +92,7 @@ class LocalOnnxConfig(ProviderConfig):
     model: str = Field(DEFAULT_MODEL, description="Known model name or a local model directory.")
     models_dir: Path | None = Field(
         None, description="Where named models are built (default $RAGLINE_MODELS_DIR or "
-        "<venv>/share/ragline/models)."
+        "~/.cache/ragline/models/<recipe hash>)."
     )
     max_length: int = Field(256, ge=8, le=512, description="Word pieces per input, incl. specials.")
     batch_size: int = Field(32, ge=1, le=1024, description="Texts per onnxruntime call.")
@@ -108,7 +108,7 @@ class LocalOnnxConfig(ProviderConfig):
 def models_dir(configured: Path | None = None) -> Path:
     if configured is not None:  # Settings.models_dir (RAGLINE_MODELS_DIR)
         return configured
-    return Path(sys.prefix) / "share" / "ragline" / "models"
+    return default_models_dir()
 
 
 def resolve_model_dir(model: str, configured_dir: Path | None = None) -> Path:

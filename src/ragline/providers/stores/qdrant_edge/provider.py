@@ -30,6 +30,7 @@ from pydantic import Field
 
 from ragline.core.filters import Node
 from ragline.core.ids import point_id
+from ragline.core.sparse import copy_tree_sparse
 from ragline.core.types import Page, Record, Scalar, ScoredRecord, StoreQuery
 from ragline.errors import ShardGone, StoreError
 from ragline.providers.base import Health, ProviderConfig
@@ -206,6 +207,39 @@ class QdrantEdgeStore:
                 except Exception as exc:  # closing must go on for the other shards
                     log.warning("closing shard %s failed: %s", sh.path, exc)
             self._shards.clear()
+
+    def snapshot(self, dest: Path) -> list[str]:
+        """Copy every shard into ``dest/<key>/`` while writes wait; return the keys copied.
+
+        Qdrant Edge has no snapshot *writer* (only ``unpack_snapshot`` and
+        ``update_from_snapshot`` for snapshots made by a Qdrant server), so the
+        online copy is ours: holding the open lock (no shard created, dropped or
+        opened) and every open shard's write lock (no upsert, delete or optimize),
+        each shard is flushed and its files copied. Searches go on meanwhile. A
+        shard without its ``ragline_dim`` marker is half-created or being dropped
+        and is left out.
+        """
+        dest.mkdir(parents=True, exist_ok=True)
+        copied: list[str] = []
+        with self._open_lock:
+            opened = [self._shards[k] for k in sorted(self._shards)]
+            held: list[threading.Lock] = []
+            try:
+                for sh in opened:
+                    sh.write_lock.acquire()
+                    held.append(sh.write_lock)
+                for sh in opened:
+                    if not sh.closed:
+                        sh.shard.flush()
+                for key in self.shard_keys():
+                    src = self.root / key
+                    if (src / "ragline_dim").exists():
+                        copy_tree_sparse(src, dest / key)  # Edge files are sparse
+                        copied.append(key)
+            finally:
+                for lock in reversed(held):
+                    lock.release()
+        return copied
 
     # -- writes ------------------------------------------------------------------
     def upsert(self, key: str, records: list[Record]) -> None:

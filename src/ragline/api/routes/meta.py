@@ -1,0 +1,41 @@
+"""``GET /version``: what is running, for bug reports and upgrade checks."""
+
+from __future__ import annotations
+
+import platform
+import sys
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import Response
+
+from ragline import __version__
+from ragline.api.deps import RL, Caller
+
+router = APIRouter(tags=["operations"])
+
+
+@router.get("/version")
+def version(caller: Caller) -> dict[str, Any]:
+    """ragline's version, the data-directory format it writes, and the Python it runs on."""
+    from ragline.datadir import FORMAT_VERSION
+
+    return {
+        "name": "ragline",
+        "version": __version__,
+        "data_format_version": FORMAT_VERSION,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(terse=True),
+    }
+
+
+metrics_router = APIRouter(tags=["operations"])
+
+
+@metrics_router.get("/metrics", response_class=Response,
+                    responses={200: {"content": {"text/plain": {}}}})
+def prometheus_metrics(rl: RL, caller: Caller) -> Response:
+    """Prometheus exposition text: HTTP, batching, store, jobs, cache (docs/operations.md).
+    Admin keys only: the figures cover every tenant."""
+    body, content_type = rl.metrics(caller)
+    return Response(body, media_type=content_type)
