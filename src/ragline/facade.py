@@ -17,6 +17,7 @@ from ragline.providers.stores.qdrant_edge.provider import disk_usage
 from ragline.services.collections import CollectionService
 from ragline.services.documents import DocumentService
 from ragline.services.embedders import EmbedderPool
+from ragline.services.indexing import IndexingService
 from ragline.services.ingest import IngestService
 from ragline.services.jobs import JobService
 from ragline.services.retrieval import BatchSettings, RetrievalService
@@ -38,6 +39,7 @@ class Ragline:
             hnsw_ef=s.hnsw_ef,
             search_threads=s.edge_search_threads,
             payload_memory=s.edge_payload_memory,
+            filter_links=s.filter_links,
         ))
         self.embedders = EmbedderPool(s)
         self.collections = CollectionService(self.catalog, self.store, self.embedders)
@@ -59,6 +61,10 @@ class Ragline:
                                     self.ingest_state)
         self.jobs = JobService(JobTable(self.catalog), self.ingest, s.job_workers,
                                s.data_dir / "uploads")
+        self.indexing = IndexingService(self.store, s.indexing_min_points,
+                                        s.indexing_growth, s.indexing_interval_s)
+        if s.background_indexing:  # TODO(lead): move into the facade's start()
+            self.indexing.start()
 
     @property
     def tenant(self) -> str:
@@ -68,6 +74,7 @@ class Ragline:
         return disk_usage(self.settings.data_dir)
 
     def close(self) -> None:
+        self.indexing.stop()
         self.jobs.close()
         self.retrieval.close()
         self.store.close()

@@ -47,6 +47,21 @@ class Settings(BaseSettings):
         "cached", description="Qdrant Edge payload placement: 'cached' keeps chunk text and "
         "metadata in memory once read, 'cold' reads them from disk on every search.")
 
+    # --- scale: indexes built in the background (issue 18; docs/storage.md) -------------
+    background_indexing: bool = Field(
+        True, description="Build HNSW/payload indexes of growing collections in the "
+        "background (a copy optimized in a subprocess, then swapped in).")
+    indexing_min_points: int = Field(
+        20_000, ge=1, description="A build starts once this many points are unindexed ...")
+    indexing_growth: float = Field(
+        0.05, ge=0.0, description="... and they are at least this fraction of the indexed "
+        "points (every build copies the whole shard).")
+    indexing_interval_s: float = Field(
+        5.0, gt=0, description="How often shards are checked for a due build.")
+    filter_links: bool = Field(
+        True, description="Per-value HNSW links on keyword/integer metadata indexes "
+        "(filter-aware HNSW; QdrantEdgeConfig.filter_links).")
+
     # --- embeddings --------------------------------------------------------
     default_embedder: str = "local"
     default_embedding_model: str | None = None
