@@ -90,6 +90,10 @@ class QdrantEdgeConfig(ProviderConfig):
         10_000, ge=1, description="Edge searches a segment (or one filter value's points) by "
         "full scan below this many KB of vectors; also the size from which a payload value "
         "gets its own HNSW links.")
+    indexing_threshold_kb: int = Field(
+        10_000, ge=1, description="Segments with more KB of vectors than this get an HNSW "
+        "index at a build (Edge's optimizer indexing threshold; 10 MB = ~6,500 384-d "
+        "vectors); smaller ones are searched by full scan.")
     filter_links: bool = Field(
         True, description="Per-value HNSW links for keyword and integer metadata fields "
         "(Qdrant's filter-aware HNSW). Costs index build time; without them filtered HNSW "
@@ -188,6 +192,7 @@ class QdrantEdgeStore:
             hnsw_config=q.HnswIndexConfig(
                 m=c.hnsw_m, ef_construct=c.hnsw_ef_construct,
                 full_scan_threshold=c.hnsw_full_scan_threshold_kb),
+            optimizers=q.EdgeOptimizersConfig(indexing_threshold=c.indexing_threshold_kb),
             max_search_threads=self.config.search_threads,
             payload_memory=q.Memory.Cached if self.config.payload_memory == "cached"
             else q.Memory.Cold,

@@ -144,7 +144,7 @@ def _run_worker(store: QdrantEdgeStore, dst: Path, dim: int,
     cmd = [sys.executable, "-m", "ragline.providers.stores.qdrant_edge.rebuild",
            str(dst), str(dim), json.dumps(cfg)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
+                            preexec_fn=_die_with_parent)
     while True:
         try:
             _, err = proc.communicate(timeout=0.5)
@@ -157,6 +157,19 @@ def _run_worker(store: QdrantEdgeStore, dst: Path, dim: int,
     if proc.returncode != 0:
         tail = err.decode(errors="replace")[-500:] if err else ""
         raise StoreError(f"index build process failed ({proc.returncode}): {tail}")
+
+
+def _die_with_parent() -> None:
+    """In the build process before exec: SIGKILL it when the server dies, so an
+    orphaned build never writes into a generation that start-up is removing."""
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:  # not Linux: the build finishes into a directory nobody uses
+        pass
 
 
 def main(argv: list[str]) -> int:
