@@ -234,7 +234,8 @@ def test_sigkill_during_background_builds_loses_no_acknowledged_write(tmp_path: 
         assert proc.stdout.readline().strip() == "ready"
         deadline = time.monotonic() + rng.uniform(1.0, 8.0)
         lines: list[str] = []
-        reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")))
+        reader = threading.Thread(target=lines.extend,
+                                  args=(iter(proc.stdout.readline, ""),))
         reader.start()
         while time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.05)
