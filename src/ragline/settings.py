@@ -8,11 +8,22 @@ never show up in logs, reprs or API responses.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _per_core(per: int, least: int, most: int) -> int:
+    """A default that grows with the CPUs this process may use (2 cores: the values
+    measured as best there; more cores: the batches and threads to fill them)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cpus = os.cpu_count() or 2
+    return max(least, min(most, per * cpus))
 
 
 class Settings(BaseSettings):
@@ -80,10 +91,13 @@ class Settings(BaseSettings):
     search_max_wait_ms: float = Field(
         0.0, ge=0, description="How long a search waits for others to batch with; 0: none, "
         "batches form only while earlier ones run.")
-    search_workers: int = Field(2, ge=1, le=16, description="Store batches run at once.")
+    search_workers: int = Field(
+        default_factory=lambda: _per_core(1, 2, 16), ge=1, le=16,
+        description="Store batches run at once (default: one per core, at least 2).")
     embed_workers: int = Field(
-        2, ge=1, le=16, description="Micro-batches embedded at once (one core each: the local "
-        "model runs each batch single-threaded).")
+        default_factory=lambda: _per_core(1, 2, 16), ge=1, le=16,
+        description="Micro-batches embedded at once (one core each: the local model runs "
+        "each batch single-threaded; default: one per core, at least 2).")
     hybrid_fusion: Literal["rrf", "dbsf"] = Field(
         "dbsf", description="How hybrid search fuses dense and BM25 lists; dbsf measured "
         "best on SciFact's train split (BENCHMARKS.md).")
@@ -145,7 +159,9 @@ class Settings(BaseSettings):
 
     # --- server ------------------------------------------------------------
     worker_threads: int = Field(
-        4, ge=1, le=64, description="Threads for blocking work (store, models) per process.")
+        default_factory=lambda: _per_core(2, 4, 64), ge=1, le=64,
+        description="Threads for blocking work (store, models) per process (default: two "
+        "per core, at least 4).")
     host: str = "127.0.0.1"
     port: int = 8000
     log_level: str = "info"

@@ -297,8 +297,11 @@ class QdrantEdgeStore:
         for r, vec, norm in zip(records, mat, norms, strict=True):
             payload = {
                 "doc_id": r.id, "text": r.text, "tenant": r.tenant,
-                "metadata": r.metadata, "norm": norm, "bools": bool_shadow(r.metadata),
+                "metadata": r.metadata, "norm": norm,
             }
+            bools = bool_shadow(r.metadata)
+            if bools:  # payload conversion is most of a write's cost: no empty objects
+                payload["bools"] = bools
             points.append(q.Point(point_id(r.tenant, r.id), {VECTOR: vec}, payload))
         links = self.config.filter_links
         with self._writing(key) as sh:
