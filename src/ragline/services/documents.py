@@ -14,7 +14,7 @@ import numpy as np
 
 from ragline.core.filters import Node
 from ragline.core.ids import new_doc_id
-from ragline.core.types import CollectionInfo, Page, Record, Scalar, ScoredRecord
+from ragline.core.types import CollectionInfo, Page, Record, Scalar
 from ragline.errors import InvalidInput, PayloadTooLarge, ShardGone
 from ragline.providers.stores.base import VectorStore
 from ragline.services.collections import MSG_NOT_EXIST, CollectionService
@@ -165,18 +165,6 @@ class DocumentService:
     def count(self, name: str, tenant: str, where: Node | None = None) -> int:
         info = self.collections.get(name)
         return self.store.count(info.shard, tenant, where)
-
-    def search_vector(
-        self, name: str, tenant: str, embedding: Any, where: Node | None, limit: int,
-        with_vectors: bool = False, score_threshold: float | None = None,
-    ) -> list[ScoredRecord]:
-        info = self.collections.get(name)
-        vec = check_vector(embedding, "the query")
-        check_dimension(len(vec), info.dimension, "the query embedding", name)
-        if not 1 <= limit <= 1000:
-            raise InvalidInput("'limit' must be between 1 and 1000")
-        return self.store.search(info.shard, tenant, vec, where, limit, with_vectors,
-                                 score_threshold)
 
     def distinct(self, name: str, tenant: str, field: str) -> list[Scalar]:
         info = self.collections.catalog.get_collection(name, message=MSG_NOT_EXIST.format(name))

@@ -20,7 +20,8 @@ import numpy as np
 
 from ragline.core.coalesce import Coalescer
 from ragline.core.filters import Node
-from ragline.core.types import CollectionInfo, ScoredRecord, StoreQuery
+from ragline.core.types import CollectionInfo, ScoredRecord, SearchMode, StoreQuery
+from ragline.core.types import Fusion as FusionKind
 from ragline.errors import InvalidInput
 from ragline.providers.stores.base import VectorStore
 from ragline.services.boosts import BoostConfig, apply_boosts, merge_boost_config
@@ -151,11 +152,11 @@ class RetrievalService:
         depth = max(q.limit, q.rerank_candidates) if later else q.limit
         text = (q.query or "").strip()
         return StoreQuery(
-            q.tenant, plan.mode, depth, vector=plan.vector, text=text, where=q.where,
+            q.tenant, SearchMode(plan.mode), depth, vector=plan.vector, text=text, where=q.where,
             with_vectors=q.include_embeddings,
             score_threshold=None if later or plan.mode != "dense" else q.score_threshold,
             rrf_k=q.rrf_k or self.rrf_k, candidates=q.candidates or self.candidates,
-            fusion=q.fusion or self.fusion)
+            fusion=FusionKind(q.fusion or self.fusion))
 
     def _run_batch(self, key: str, queries: list[StoreQuery]) -> list[Any]:
         """One store call for queries coalesced from concurrent requests. If it fails,
