@@ -43,6 +43,7 @@ class IndexingService:
         self.builds = 0
         self.failures = 0
         self.building: str | None = None
+        self._built_at: dict[str, int] = {}  # points at the last build, per shard
 
     def start(self) -> None:
         """Start watching (no-op for stores without background builds, or twice)."""
@@ -58,9 +59,12 @@ class IndexingService:
         if self._thread is not None:
             self._thread.join(timeout)
 
-    def due(self, points: int, indexed: int) -> bool:
+    def due(self, points: int, indexed: int, built_at: int = 0) -> bool:
+        """A build is due when enough points are unindexed; and, after a build, only once
+        the shard has grown again (points Edge chose not to index do not loop builds)."""
         unindexed = points - indexed
-        return unindexed >= self.min_points and unindexed >= self.growth * indexed
+        grown = points - built_at >= self.min_points
+        return unindexed >= self.min_points and unindexed >= self.growth * indexed and grown
 
     def run_once(self) -> int:
         """Build every shard that is due; returns how many were built."""
@@ -71,9 +75,10 @@ class IndexingService:
                 break
             try:
                 points, indexed = self.store.index_status(key)
-                if not self.due(points, indexed):
+                if not self.due(points, indexed, self._built_at.get(key, 0)):
                     continue
                 self.building = key
+                self._built_at[key] = points
                 if self.store.build_index(key, self._stop.is_set):
                     built += 1
                     self.builds += 1
