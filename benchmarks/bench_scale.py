@@ -117,7 +117,7 @@ class Server:
         self._log_f = self.log.open("w")
         self.proc = subprocess.Popen(
             [python, "-m", "ragline.cli.main", "serve", "--port", str(self.port),
-             "--data-dir", str(data_dir), "--log-level", "warning"],
+             "--data-dir", str(data_dir), "--log-level", "info"],
             stdout=self._log_f, stderr=subprocess.STDOUT, cwd=src,
             env={**os.environ, "PYTHONPATH": str(src / "src"), **env})
         deadline = time.time() + 120
@@ -283,9 +283,9 @@ class Probe:
         return self.samples
 
 
-def pointer(data_dir: Path) -> str:
-    ps = list((data_dir / "collections").glob("*/ragline_current"))
-    return ps[0].read_text() if ps else ""
+def generations(data_dir: Path) -> int:
+    """Generation directories of the (one) shard: 2 while a build runs."""
+    return len([p for p in (data_dir / "collections").glob("*/g*") if p.is_dir()])
 
 
 def main() -> None:
@@ -332,31 +332,31 @@ def main() -> None:
         result["write_s"] = time.perf_counter() - t0
         print(f"wrote {args.size} docs at {result['docs_per_s']:.0f}/s", file=sys.stderr)
         exact = exact_top(data, queries)
-        gen0 = pointer(data_dir)
-        # before the build: what a growing collection is served with (the build may
-        # already have started; the probe records the stall either way)
+        # what a growing collection is served with: right after the writes, while the
+        # background builds catch up (no probe yet: it would time these searches too)
+        result["before_build"] = search_shapes(
+            srv, data, queries[:50], {k: v[:50] for k, v in exact.items()})
         probe = Probe(srv, queries[0])
         build_start = time.monotonic()
-        before = search_shapes(srv, data, queries[:50], {k: v[:50] for k, v in exact.items()})
-        result["before_build"] = before
-        build_rss = 0.0
+        build_rss, settled_since = 0.0, None
         deadline = time.monotonic() + args.build_timeout
-        builds = 0
-        while time.monotonic() < deadline:  # until a swap after which no build follows
-            for pid in _build_pids():
+        while time.monotonic() < deadline:  # settled: one generation, no build, for 10 s
+            pids = _build_pids()
+            for pid in pids:
                 build_rss = max(build_rss, _vm_hwm(pid))
-            if pointer(data_dir) != gen0:
-                builds += 1
-                gen0 = pointer(data_dir)
-                time.sleep(3)  # the service checks every second
-                if not _build_pids():
+            if generations(data_dir) == 1 and not pids:
+                settled_since = settled_since or time.monotonic()
+                if time.monotonic() - settled_since >= 10:
                     break
-            time.sleep(0.5)
-        result["builds_after_writes"] = builds
-        build_end = time.monotonic()
-        time.sleep(2)
+            else:
+                settled_since = None
+            time.sleep(0.25)
+        build_end = settled_since or time.monotonic()
         samples = probe.stop()
-        during = [ms for t, ms in samples if build_start <= t <= build_end + 2]
+        during = [ms for t, ms in samples if t <= build_end]
+        result["builds"] = [json.loads(x.split("index build of ", 1)[1].split(": ", 1)[1]
+                                       .replace("'", '"'))
+                            for x in srv.log.read_text().splitlines() if "index build of" in x]
         result["build_s"] = build_end - build_start
         result["probe_during_build"] = {
             "n": len(during), "max_ms": max(during, default=0.0),
@@ -390,7 +390,12 @@ def report(r: dict[str, Any]) -> None:
     if base:
         rate += f" (baseline {base:,.0f}, x{r['docs_per_s'] / base:.2f})"
     print(f"* bulk writes: {rate}; {r['write_s']:.0f} s")
-    print(f"* background build: {r['build_s']:.0f} s, build process peak RSS "
+    for b in r.get("builds", []):
+        print(f"  * build: copy {b['copy_s']:.1f} s, subprocess {b['build_s']:.1f} s, load "
+              f"{b['load_s'] * 1000:.0f} ms (GIL held), {b['replayed']} journal entries, "
+              f"{b['total_s']:.1f} s in all")
+    print(f"* background builds settled {r['build_s']:.0f} s after the writes; build "
+          "process peak RSS "
           f"{r['build_rss_mb']:.0f} MB; server peak RSS {r['server_rss_peak_mb']:.0f} MB; "
           f"disk {r['disk_mb']:.0f} MB")
     pb, pi = r["probe_during_build"], r["probe_idle"]

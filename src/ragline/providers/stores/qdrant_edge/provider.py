@@ -127,11 +127,12 @@ class _Shard:
         self.journal: list[Any] | None = None
         self.successor: _Shard | None = None
 
-    def apply(self, op: Any) -> None:
-        """One update; the caller holds ``write_lock``."""
+    def apply(self, op: Any, points: list[Any] | None = None) -> None:
+        """One update; the caller holds ``write_lock``. ``points``: the points of an
+        upsert, journaled as such so a replay can apply them in short slices."""
         self.shard.update(op)
         if self.journal is not None:
-            self.journal.append(op)
+            self.journal.append(points if points is not None else op)
 
 
 class QdrantEdgeStore:
@@ -148,6 +149,7 @@ class QdrantEdgeStore:
         self.root.mkdir(parents=True, exist_ok=True)
         self._shards: dict[str, _Shard] = {}
         self._open_lock = threading.Lock()
+        self.last_build: dict[str, float] = {}  # timings of the last background build
 
     # -- shard lifecycle --------------------------------------------------------
     def _dir(self, key: str) -> Path:
@@ -308,7 +310,7 @@ class QdrantEdgeStore:
             to_index, to_drop = sh.fields.observe([r.metadata for r in records])
             for f, kind in to_drop:
                 sh.apply(q.UpdateOperation.delete_field_index(_index_path(f, kind)))
-            sh.apply(q.UpdateOperation.upsert_points(points))
+            sh.apply(q.UpdateOperation.upsert_points(points), points)
             for f, kind in to_index.items():
                 sh.apply(q.UpdateOperation.create_field_index(
                     _index_path(f, kind), _index_params(kind, links)))
