@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from ragline.core.filters import Eq, In, Node, Range
-from ragline.core.types import Record, StoreQuery
+from ragline.core.types import Metadata, Record, SearchMode, StoreQuery
 from ragline.providers.stores.qdrant_edge.provider import QdrantEdgeConfig, QdrantEdgeStore
 
 DIM = 32
@@ -23,12 +23,12 @@ N = 4000
 CATS = 20
 
 
-def _data(n: int, seed: int = 0) -> tuple[np.ndarray, list[dict[str, object]]]:
+def _data(n: int, seed: int = 0) -> tuple[np.ndarray, list[Metadata]]:
     """Clustered vectors (like real embeddings) and metadata: cat (20 values), tier (4)."""
     rng = np.random.default_rng(seed)
     centres = rng.normal(size=(50, DIM)).astype(np.float32)
     vecs = centres[rng.integers(0, 50, n)] + 0.35 * rng.normal(size=(n, DIM)).astype(np.float32)
-    metas = [{"cat": f"c{int(c)}", "tier": int(t)}
+    metas: list[Metadata] = [{"cat": f"c{int(c)}", "tier": int(t)}
              for c, t in zip(rng.integers(0, CATS, n), rng.integers(0, 4, n), strict=True)]
     return vecs.astype(np.float32), metas
 
@@ -40,7 +40,7 @@ def _store(path: Path, **over: object) -> QdrantEdgeStore:
     return QdrantEdgeStore(QdrantEdgeConfig(**cfg))  # type: ignore[arg-type]
 
 
-def _fill(store: QdrantEdgeStore, vecs: np.ndarray, metas: list[dict[str, object]],
+def _fill(store: QdrantEdgeStore, vecs: np.ndarray, metas: list[Metadata],
           start: int = 0) -> None:
     for lo in range(0, len(vecs), 1000):
         store.upsert("k", [Record(f"d{start + i}", "t", metas[i], vecs[i])
@@ -50,18 +50,18 @@ def _fill(store: QdrantEdgeStore, vecs: np.ndarray, metas: list[dict[str, object
 SHAPES: dict[str, Node | None] = {
     "unfiltered": None,
     "cat = one value (5%)": Eq("cat", "c3"),
-    "cat $in 3 values (15%)": In("cat", ["c1", "c2", "c7"]),
+    "cat $in 3 values (15%)": In("cat", ("c1", "c2", "c7")),
     "tier $lte 1 (50%)": Range("tier", "$lte", 1),
 }
 
 
-def _matches(meta: dict[str, object], where: Node | None) -> bool:
+def _matches(meta: Metadata, where: Node | None) -> bool:
     from ragline.core.filter_eval import matches
 
     return where is None or matches(where, meta)
 
 
-def _exact_top(vecs: np.ndarray, metas: list[dict[str, object]], qv: np.ndarray,
+def _exact_top(vecs: np.ndarray, metas: list[Metadata], qv: np.ndarray,
                where: Node | None, k: int = 10) -> list[str]:
     unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
     scores = unit @ (qv / np.linalg.norm(qv))
@@ -104,7 +104,7 @@ def test_recall_per_filter_shape_after_a_build(built, shape: str) -> None:  # ty
     for qi in range(40):
         qv = vecs[rng.integers(0, N)] + 0.2 * rng.normal(size=DIM).astype(np.float32)
         truth = _exact_top(vecs, metas, qv, where)
-        hits = store.query_batch("k", [StoreQuery("default", "dense", 10, vector=qv,
+        hits = store.query_batch("k", [StoreQuery("default", SearchMode.DENSE, 10, vector=qv,
                                                   where=where)])[0]
         if qi == 0 and where is not None:  # the graph is really used, not exact search
             from ragline.providers.stores.qdrant_edge.queries import search_params
@@ -132,7 +132,7 @@ def test_short_graph_answers_are_redone_exactly(tmp_path: Path) -> None:
     metas[17]["rare"] = "yes"
     _fill(store, vecs, metas)
     store.build_index("k")
-    hits = store.query_batch("k", [StoreQuery("default", "dense", 10, vector=vecs[0],
+    hits = store.query_batch("k", [StoreQuery("default", SearchMode.DENSE, 10, vector=vecs[0],
                                               where=Eq("rare", "yes"))])[0]
     assert sorted(h.id for h in hits) == ["d17", "d5"]
     store.close()
@@ -159,7 +159,7 @@ def test_searches_and_writes_during_a_build_stay_correct(tmp_path: Path) -> None
             where = list(SHAPES.values())[int(rng.integers(0, len(SHAPES)))]
             qi = int(rng.integers(0, N))
             known = written[0]
-            hits = store.query_batch("k", [StoreQuery("default", "dense", 10,
+            hits = store.query_batch("k", [StoreQuery("default", SearchMode.DENSE, 10,
                                                       vector=vecs[qi], where=where)])[0]
             truth = _exact_top(vecs[:known], metas[:known], vecs[qi], where)
             if truth and truth[0] not in {h.id for h in hits}:
@@ -249,7 +249,7 @@ def test_sigkill_during_background_builds_loses_no_acknowledged_write(tmp_path: 
         ids = [f"d{i}" for i in range(acked)]
         assert len(store.get("k", "default", ids)) == acked, f"trial {trial}"
         first = store.get("k", "default", ["d0"], with_vectors=True)[0]
-        hits = store.query_batch("k", [StoreQuery("default", "dense", 3,
+        hits = store.query_batch("k", [StoreQuery("default", SearchMode.DENSE, 3,
                                                   vector=first.embedding)])[0]
         assert hits and hits[0].id == "d0"
         live = [p.name for p in (tmp_path / "k").iterdir() if p.is_dir()]
