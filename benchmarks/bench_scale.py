@@ -308,7 +308,7 @@ def main() -> None:
         size=(args.queries, DIM)).astype(np.float32) * 0.6
     result: dict[str, Any] = {"size": args.size, "cpus": os.cpu_count(),
                               "load_before": os.getloadavg()[0]}
-    env = {"RAGLINE_MAX_DOCUMENTS_PER_REQUEST": "1000"}
+    env = {"RAGLINE_MAX_DOCUMENTS_PER_REQUEST": "1000", "RAGLINE_AUTH": "off"}
 
     if args.baseline_src:  # the same writes, the same data, a server from another checkout
         py = args.baseline_python or str(args.baseline_src / ".venv/bin/python")
