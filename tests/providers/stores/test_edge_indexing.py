@@ -107,20 +107,36 @@ def test_recall_per_filter_shape_after_a_build(built, shape: str) -> None:  # ty
         hits = store.query_batch("k", [StoreQuery("default", SearchMode.DENSE, 10, vector=qv,
                                                   where=where)])[0]
         if qi == 0 and where is not None:  # the graph is really used, not exact search
-            from ragline.providers.stores.qdrant_edge.queries import search_params
+            from ragline.providers.stores.qdrant_edge.queries import (
+                linked_fields_only,
+                search_params,
+            )
             from ragline.providers.stores.qdrant_edge.translate import tenant_filter
 
             sh = store._shards["k"]
             info = sh.shard.info()
             params, _ = search_params(sh.shard, info, tenant_filter("default", where),
                                       store.config.exact_search_max_matches,
-                                      store.config.hnsw_ef, True)
+                                      store.config.hnsw_ef,
+                                      linked_fields_only(where, store._linked(sh, info)))
             assert params is not None and not params.exact
         assert len(hits) == len(truth)  # never short
         assert all(_matches(h.metadata, where) for h in hits)
         found += len({h.id for h in hits} & set(truth))
         total += len(truth)
     assert found / total >= 0.99, f"{shape}: recall {found / total:.3f}"
+
+
+def test_only_single_values_of_linked_fields_walk_the_graph_unguarded() -> None:
+    from ragline.core.filters import And
+    from ragline.providers.stores.qdrant_edge.queries import linked_fields_only
+
+    linked = frozenset({"cat", "tier"})
+    assert linked_fields_only(Eq("cat", "c1"), linked)
+    assert linked_fields_only(And((Eq("cat", "c1"), Eq("tier", 2))), linked)
+    assert not linked_fields_only(In("cat", ("c1", "c2")), linked)  # 0.698 at 100k
+    assert not linked_fields_only(Range("tier", "$lte", 1), linked)
+    assert not linked_fields_only(Eq("other", "x"), linked)
 
 
 def test_short_graph_answers_are_redone_exactly(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import qdrant_edge as q
 
-from ragline.core.filters import And, Eq, In, Node, Not, Or, Range
+from ragline.core.filters import And, Eq, In, Node
 from ragline.core.types import StoreQuery
 
 VECTOR = "dense"
@@ -20,15 +20,18 @@ TEXT = "text"
 
 
 def linked_fields_only(where: Node | None, linked: frozenset[str]) -> bool:
-    """True when every condition of ``where`` is on a field with per-value HNSW links
-    (``linked`` holds metadata field names), so filtered HNSW keeps its recall."""
+    """True when ``where`` is one value of a field with per-value HNSW links (or an AND
+    of such), the shape whose graph walk keeps its recall (``linked`` holds metadata
+    field names). Not ``$in``/OR: measured at 100k, ``cat $in`` 3 values (15 %) walked
+    the graph at recall@10 0.698 — the union of several values' links is not connected
+    like one value's; nor ranges and negations, which no single value's links cover."""
     if where is None:
         return True
-    if isinstance(where, Eq | In | Range):
-        return where.field in linked
-    if isinstance(where, Not):
-        return False  # a negation matches most points by value-less links: not covered
-    if isinstance(where, And | Or):
+    if isinstance(where, Eq):
+        return where.field in linked and not isinstance(where.value, bool)
+    if isinstance(where, In):
+        return len(where.values) == 1 and where.field in linked
+    if isinstance(where, And):
         return all(linked_fields_only(c, linked) for c in where.children)
     return False
 
