@@ -40,7 +40,7 @@ def few_payload_indexes() -> Iterator[None]:
     (filters scan payloads without them). The end-to-end test with the real
     model and the benchmark keep the store's normal policy.
     """
-    from ragline.providers.stores.qdrant_edge import fields
+    from ragline.providers.stores.qdrant_common import fields
 
     saved = fields.MAX_INDEXED_FIELDS
     fields.MAX_INDEXED_FIELDS = 4
@@ -59,7 +59,7 @@ def fake_settings(tmp_path: Path, **overrides: Any) -> Settings:
     values: dict[str, Any] = {
         "data_dir": tmp_path / "data", "default_embedder": "fake",
         "default_collection": "book", "ingest_chunk_tokens": CHUNK_TOKENS,
-        "ingest_retry_wait_s": 0.0, **overrides,
+        "ingest_retry_wait_s": 0.0, "ingest_allowed_roots": [tmp_path], **overrides,
     }
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]
 

@@ -161,6 +161,17 @@ class Settings(BaseSettings):
     )
     job_workers: int = Field(1, ge=1, le=16, description="In-process ingestion worker threads.")
 
+    # --- access ------------------------------------------------------------
+    auth: Literal["on", "off"] = Field(
+        "on", description="API keys required on every endpoint not made public on purpose. "
+        "'off' makes every caller an admin of the default tenant; it is refused on a "
+        "non-loopback address unless auth_off_i_understand is set.")
+    auth_off_i_understand: bool = Field(
+        False, description="Allow RAGLINE_AUTH=off on a non-loopback address.")
+    public_search_tenant: str | None = Field(
+        None, description="Make POST /search, GET /context/{id} and GET /lesson/{id} "
+        "readable without a key, for this tenant only (nothing that writes is ever public).")
+
     # --- server ------------------------------------------------------------
     worker_threads: int = Field(
         default_factory=lambda: _per_core(2, 4, 64), ge=1, le=64,
@@ -179,6 +190,15 @@ class Settings(BaseSettings):
 
     def catalog_path(self) -> Path:
         return self.data_dir / "catalog.sqlite3"
+
+    def __repr_args__(self) -> Any:
+        """Provider option dicts may hold DSNs and API keys until the provider's own config
+        turns them into secrets: their values never show in a repr or a log line."""
+        for name, value in super().__repr_args__():
+            if name is not None and name.endswith("_options") and value:
+                yield name, {k: "**********" for k in value}
+            else:
+                yield name, value
 
     def apply_process_environment(self) -> None:
         """The one place ragline writes the process environment: Hugging Face

@@ -7,6 +7,7 @@ its thread pool, so store and model work never blocks the event loop.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -14,13 +15,14 @@ import anyio.to_thread
 from fastapi import FastAPI
 
 from ragline import __version__
-from ragline.api import errors
+from ragline.api import console, errors, openapi
 from ragline.api.routes import (
     collections,
     context,
     documents,
     health,
     ingestion,
+    keys,
     rag_ingest,
     rerank,
     search,
@@ -52,7 +54,19 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
     app = FastAPI(title="ragline", version=__version__, lifespan=lifespan,
                   description="Self-hosted RAG backend: collections, documents, search.")
     errors.install(app)
+    openapi.install(app)
     for module in (health, collections, documents, search, ingestion, context, rag_ingest,
-                   rerank):
+                   rerank, keys):
         app.include_router(module.router)
+    console.install(app)
+    _install_mcp(app)
     return app
+
+
+def _install_mcp(app: FastAPI) -> None:
+    """``/mcp`` when the ``mcp`` package is installed (extra ``ragline[mcp]``)."""
+    if importlib.util.find_spec("mcp") is None:
+        return
+    from ragline.api.mcp_server import http as mcp_http
+
+    mcp_http.install(app)

@@ -18,6 +18,7 @@ Design points, each from the engine bake-off (``research/engine-bakeoff.md``):
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import threading
 from collections.abc import Callable, Iterator
@@ -34,8 +35,9 @@ from ragline.core.ids import point_id
 from ragline.core.types import Page, Record, Scalar, ScoredRecord, StoreQuery
 from ragline.errors import ShardGone, StoreError
 from ragline.providers.base import Health, ProviderConfig
+from ragline.providers.stores.qdrant_common.fields import FieldKinds
+from ragline.providers.stores.qdrant_common.filters import bool_path, field_path, point_payload
 from ragline.providers.stores.qdrant_edge import generations
-from ragline.providers.stores.qdrant_edge.fields import FieldKinds
 from ragline.providers.stores.qdrant_edge.locks import RWLock
 from ragline.providers.stores.qdrant_edge.queries import (
     EXACT,
@@ -45,12 +47,7 @@ from ragline.providers.stores.qdrant_edge.queries import (
     linked_fields_only,
     search_params,
 )
-from ragline.providers.stores.qdrant_edge.translate import (
-    bool_path,
-    bool_shadow,
-    field_path,
-    tenant_filter,
-)
+from ragline.providers.stores.qdrant_edge.translate import tenant_filter
 
 log = logging.getLogger(__name__)
 
@@ -297,13 +294,7 @@ class QdrantEdgeStore:
         norms = np.linalg.norm(mat, axis=1).tolist()
         points = []
         for r, vec, norm in zip(records, mat, norms, strict=True):
-            payload = {
-                "doc_id": r.id, "text": r.text, "tenant": r.tenant,
-                "metadata": r.metadata, "norm": norm,
-            }
-            bools = bool_shadow(r.metadata)
-            if bools:  # payload conversion is most of a write's cost: no empty objects
-                payload["bools"] = bools
+            payload = point_payload(r.id, r.text, r.tenant, r.metadata, norm)
             points.append(q.Point(point_id(r.tenant, r.id), {VECTOR: vec}, payload))
         links = self.config.filter_links
         with self._writing(key) as sh:
@@ -535,8 +526,20 @@ class QdrantEdgeStore:
 
 
 def disk_usage(path: Path) -> int:
-    """Bytes really allocated (Edge preallocates sparse 32 MiB files; st_size overstates)."""
-    return sum(f.stat().st_blocks * 512 for f in path.rglob("*") if f.is_file())
+    """Bytes really allocated (Edge preallocates sparse 32 MiB files; st_size overstates).
+
+    Files and folders that vanish while they are counted (a shard dropped in the
+    background after an empty or delete) count as nothing: ``/info`` and
+    ``/health`` must not fail because of a concurrent drop.
+    """
+    total = 0
+    for root, _dirs, files in os.walk(path):  # os.walk skips folders that vanish
+        for name in files:
+            try:
+                total += os.stat(os.path.join(root, name)).st_blocks * 512
+            except FileNotFoundError:
+                continue
+    return total
 
 
 def _sort_key(v: Any) -> tuple[int, Any]:
