@@ -258,6 +258,7 @@ def test_sigkill_during_background_builds_loses_no_acknowledged_write(tmp_path: 
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         reader.join()
+        time.sleep(0.5)  # its build processes (cp, optimize) get SIGKILL via PDEATHSIG
         acks = [int(x.split()[1]) for x in lines if x.startswith("ack")]
         acked = max(acks, default=acked)
         builds += sum(1 for p in (tmp_path / "k").iterdir() if p.name.startswith("g"))

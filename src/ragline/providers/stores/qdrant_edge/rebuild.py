@@ -148,7 +148,8 @@ def _copy(src: Path, dst: Path) -> None:
     """Copy without the GIL and without filling Edge's sparse preallocated files."""
     shutil.rmtree(dst, ignore_errors=True)
     res = subprocess.run(["cp", "-a", "--sparse=always", str(src), str(dst)],
-                         capture_output=True, text=True, check=False)
+                         capture_output=True, text=True, check=False,
+                         preexec_fn=_die_with_parent)
     if res.returncode != 0:
         raise StoreError(f"copying the shard for an index build failed: {res.stderr[-300:]}")
     for lock in dst.rglob("*.lock"):  # never carry another process's lock markers
