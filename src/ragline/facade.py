@@ -51,6 +51,7 @@ from ragline.services.collections import MSG_NOT_EXIST, CollectionService
 from ragline.services.context import ContextService
 from ragline.services.documents import DocumentInput, DocumentService
 from ragline.services.embedders import EmbedderPool
+from ragline.services.indexing import IndexingService
 from ragline.services.ingest import IngestService
 from ragline.services.ingest_stats import IngestStats, Progress
 from ragline.services.ingestion import IngestionService, IngestOutcome, IngestSource
@@ -133,6 +134,7 @@ class Services:
     auth: AuthService
     backups: BackupService
     reranker: Any | None
+    indexing: IndexingService
 
 
 class Ragline:
@@ -171,6 +173,8 @@ class Ragline:
         try:
             self._services = self._wire(catalog, store)
             self._recover(self._services)
+            if s.background_indexing:  # issue 18: index builds off the serving path
+                self._services.indexing.start()
         except BaseException:
             if self._services is not None:
                 self._services.retrieval.close()
@@ -207,7 +211,9 @@ class Ragline:
             backups=BackupService(catalog, store),
             operations=OperationsService(s.data_dir, store, collections, embedders, retrieval,
                                          self._reranker),
-            reranker=reranker)
+            reranker=reranker,
+            indexing=IndexingService(store, s.indexing_min_points, s.indexing_growth,
+                                     s.indexing_interval_s))
 
     def _reranker(self) -> Any | None:
         """The loaded reranker, read at use (a getter, so services see a replacement)."""
@@ -229,6 +235,7 @@ class Ragline:
         if sv is None:
             return
         try:
+            sv.indexing.stop()  # an unfinished build is abandoned; its copy is removed
             sv.jobs.close()
             sv.retrieval.close()
             sv.store.close()
