@@ -7,7 +7,11 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 DATA ?= ./data
 
-.PHONY: install serve test lint typecheck bench clean
+.PHONY: install serve test test-chroma lint typecheck bench clean
+
+# The spec 000/002 HTTP scenarios, run again on a ragline whose store is Chroma
+# (in-process, and a real `chroma run` server the tests start).
+CHROMA_API_TESTS := tests/api/test_collections.py tests/api/test_documents.py tests/api/test_search.py
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -24,6 +28,11 @@ serve: $(STAMP)
 
 test: $(STAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q
+	$(MAKE) --no-print-directory test-chroma
+
+test-chroma: $(STAMP)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q \
+		--store=chroma,chroma-server $(CHROMA_API_TESTS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -5,8 +5,9 @@ set -euo pipefail
 BIN="$1"
 PIP="$BIN/pip"
 
-# The package itself with dev tools (tests, lint, types).
-"$PIP" install -q -e ".[dev]"
+# The package itself with dev tools (tests, lint, types) and the Chroma store's client
+# (chromadb: the optional 'chroma' store; its tests start a real `chroma run`).
+"$PIP" install -q -e ".[dev,chroma]"
 
 # Local embedding model (see shared/research/offline-models.md). torch is pinned and
 # installed FIRST from the CPU wheel: unpinned, pip would pull multi-GB CUDA wheels.

@@ -9,8 +9,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from pydantic import ValidationError
+
 from ragline.catalog.ingest_state import IngestState, JobTable
 from ragline.catalog.sqlite import Catalog
+from ragline.errors import InvalidInput
+from ragline.providers.base import ProviderConfig
 from ragline.providers.registry import registry
 from ragline.providers.stores.base import VectorStore
 from ragline.providers.stores.qdrant_edge.provider import disk_usage
@@ -25,6 +29,25 @@ from ragline.settings import Settings
 log = logging.getLogger(__name__)
 
 
+def store_config(s: Settings, config_cls: type[ProviderConfig]) -> ProviderConfig:
+    """The store's Config: ``store_options[<store>]``, with ragline-wide defaults for the
+    fields the Config has (so no provider is named here)."""
+    options = dict(s.store_options.get(s.store, {}))
+    fields = config_cls.model_fields
+    if "path" in fields and not options.get("host"):
+        options.setdefault("path", s.shards_dir())
+    for name, value in (("exact_search_max_matches", s.exact_search_max_matches),
+                        ("hnsw_ef", s.hnsw_ef), ("search_threads", s.edge_search_threads),
+                        ("payload_memory", s.edge_payload_memory)):
+        if name in fields:
+            options.setdefault(name, value)
+    try:
+        return config_cls(**options)
+    except ValidationError as exc:
+        raise InvalidInput(f"Invalid options for store '{s.store}': "
+                           f"{exc.errors(include_input=False)}") from None
+
+
 class Ragline:
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings or Settings()
@@ -32,13 +55,7 @@ class Ragline:
         s.data_dir.mkdir(parents=True, exist_ok=True)
         self.catalog = Catalog(s.catalog_path())
         store_cls = registry.get("stores", s.store)
-        self.store: VectorStore = store_cls(store_cls.Config(
-            path=s.shards_dir(),
-            exact_search_max_matches=s.exact_search_max_matches,
-            hnsw_ef=s.hnsw_ef,
-            search_threads=s.edge_search_threads,
-            payload_memory=s.edge_payload_memory,
-        ))
+        self.store: VectorStore = store_cls(store_config(s, store_cls.Config))
         self.embedders = EmbedderPool(s)
         self.collections = CollectionService(self.catalog, self.store, self.embedders)
         self.documents = DocumentService(

@@ -23,6 +23,13 @@ class Settings(BaseSettings):
     # --- storage -----------------------------------------------------------
     data_dir: Path = Field(Path("./data"), description="Where the catalog and shards live.")
     store: str = Field("qdrant-edge", description="Vector store provider name.")
+    store_options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, repr=False,
+        description="Config per store provider (the fields of its Config), e.g. "
+        'RAGLINE_STORE_OPTIONS=\'{"chroma": {"host": "localhost", "port": 8000}}\'. A store '
+        "whose Config has a 'path' gets <data_dir>/collections unless a 'path' or 'host' is "
+        "given; the search-tuning settings below fill the fields of the same names. Not "
+        "shown in reprs (it may hold server headers).")
     default_tenant: str = "default"
 
     # --- limits ------------------------------------------------------------
