@@ -34,6 +34,15 @@ class ChromaConfig(ProviderConfig):
         "collections without the prefix are never listed, touched or dropped, so ragline "
         "can share a Chroma database with other applications.")
 
+    hnsw_ef: int = Field(
+        256, ge=10, le=4096, description="HNSW ef_search of collections this store creates "
+        "(Chroma's default is 100; ragline's setting hnsw_ef fills it, as for the Edge "
+        "store). Set when a collection is created.")
+    hnsw_ef_construction: int = Field(
+        100, ge=10, le=4096, description="HNSW ef_construction of new collections.")
+    hnsw_max_neighbors: int = Field(
+        16, ge=4, le=256, description="HNSW max_neighbors (M) of new collections.")
+
     @field_validator("collection_prefix")
     @classmethod
     def _prefix_ok(cls, v: str) -> str:

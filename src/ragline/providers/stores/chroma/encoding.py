@@ -50,7 +50,7 @@ from ragline.core.filters import And, Eq, In, Node, Not, Or, Range, Scalar
 from ragline.core.types import Metadata
 from ragline.errors import InvalidInput
 
-TENANT = "rl:tenant"
+TENANT = "rl:tenant"  # kept for reads; isolation is per collection (see provider)
 DOC_ID = "rl:id"
 META = "rl:meta"
 FAN_OUT = 64
@@ -167,11 +167,3 @@ def to_where(node: Node, negated: bool = False) -> dict[str, Any]:
                        [to_where(c, negated) for c in node.children])
     raise InvalidInput(
         f"Invalid 'where' filter: the chroma store cannot express {type(node).__name__}")
-
-
-def tenant_where(tenant: str, where: Node | None) -> dict[str, Any]:
-    """The tenant condition, ANDed with the translated filter: on every call."""
-    own: dict[str, Any] = {TENANT: {"$eq": tenant}}
-    if where is None:
-        return own
-    return {"$and": [own, to_where(where)]}
