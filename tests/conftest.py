@@ -68,8 +68,8 @@ def store_settings(kind: str, request: pytest.FixtureRequest) -> dict[str, Any]:
     if kind == "chroma-server":
         pytest.importorskip("chromadb")
         host, port = request.getfixturevalue("chroma_address")
-        return {"store": "chroma", "store_options": {"chroma": {
-            "host": host, "port": port, "database": f"t{uuid.uuid4().hex[:16]}"}}}
+        return {"store": "chroma", "store_options": {
+            "host": host, "port": port, "database": f"t{uuid.uuid4().hex[:16]}"}}
     return {}
 
 

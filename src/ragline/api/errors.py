@@ -9,6 +9,7 @@ name the offending field.
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -23,6 +24,17 @@ log = logging.getLogger(__name__)
 
 def error_body(status: int, code: str, message: str, **extra: Any) -> dict[str, Any]:
     return {"detail": message, "error": code, "message": message, **extra}
+
+
+def internal_error(request: Request, exc: BaseException) -> JSONResponse:
+    """A bug: the body carries an error id and nothing else; the log has the traceback
+    under the same id, so an operator can find it and a client learns nothing internal."""
+    error_id = uuid.uuid4().hex[:16]
+    log.error("internal error %s on %s %s", error_id, request.method, request.url.path,
+              exc_info=exc)
+    return JSONResponse(error_body(500, "internal_error",
+                                   f"Internal error (id {error_id}); the server log has "
+                                   "the details", error_id=error_id), status_code=500)
 
 
 def _describe(err: dict[str, Any]) -> str:
@@ -60,7 +72,5 @@ def install(app: FastAPI) -> None:
                             status_code=exc.status_code)
 
     @app.exception_handler(Exception)
-    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error")
-        return JSONResponse(error_body(500, "internal_error", f"Internal error: {exc}"),
-                            status_code=500)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        return internal_error(request, exc)

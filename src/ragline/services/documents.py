@@ -113,7 +113,7 @@ class DocumentService:
             check_dimension(dim, info.dimension, "the documents", name)
             if info.dimension is None:
                 self.store.create_shard(info.shard, dim)
-                self.collections.catalog.set_dimension(name, dim)
+                self.collections.set_dimension(name, dim)
             elif not self.store.has_shard(info.shard):
                 self.store.create_shard(info.shard, info.dimension)
         # the shard key is re-read so a concurrent "empty" is never written around;
@@ -140,6 +140,14 @@ class DocumentService:
         deleted = self.store.delete_where(info.shard, tenant, where)
         return deleted
 
+    def delete_all(self, name: str, tenant: str) -> int:
+        """Every document of ``tenant`` in the collection (one store delete, so atomic per
+        shard); other tenants' documents stay."""
+        info = self.collections.get(name)
+        if info.dimension is None or not self.store.has_shard(info.shard):
+            return 0
+        return self.store.delete_where(info.shard, tenant, None)
+
     # -- reads ----------------------------------------------------------------------------
     def list_page(
         self, name: str, tenant: str, where: Node | None, limit: int, offset: int
@@ -161,7 +169,7 @@ class DocumentService:
         return self.store.count(info.shard, tenant, where)
 
     def distinct(self, name: str, tenant: str, field: str) -> list[Scalar]:
-        info = self.collections.catalog.get_collection(name, message=MSG_NOT_EXIST.format(name))
+        info = self.collections.get(name, message=MSG_NOT_EXIST.format(name))
         return self.store.distinct(info.shard, tenant, field)
 
 

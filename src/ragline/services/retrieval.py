@@ -1,11 +1,11 @@
 """Search: dense, sparse (BM25) or hybrid (DBSF or RRF fusion), then optional cross-encoder
 reranking and metadata boosts, with filters and thresholds.
 
-Planning (which mode, which vector) and execution (the store call) are shared
-by the async API path, which embeds queries through the micro-batcher and sends
-store queries through a second coalescer (concurrent requests' searches on one
-shard leave as one ``query_batch`` call), and the sync path used by the CLI and
-evaluations, so both rank identically.
+There is one pipeline, async: queries are embedded through the micro-batcher
+and store queries go through a second coalescer (concurrent requests' searches
+on one shard leave as one ``query_batch`` call). Synchronous callers (CLI,
+evaluation) run the same coroutine on the facade's own loop
+(``Ragline.search_sync``), so every entry point ranks identically.
 """
 
 from __future__ import annotations
@@ -226,21 +226,6 @@ class RetrievalService:
             hits = await anyio.to_thread.run_sync(self._later_stages, q, plan, hits)
         else:
             hits = self._later_stages(q, plan, hits)
-        return SearchResult(hits, plan.mode, (time.perf_counter() - t0) * 1000, plan.stages,
-                            plan.warnings)
-
-    def search_sync(self, q: SearchQuery) -> SearchResult:
-        t0 = time.perf_counter()
-        plan = self._plan(q)
-        if plan.needs_embedding:
-            info = plan.info
-            assert info.embedding_provider is not None
-            emb = self.embedders.get(info.embedding_provider, info.embedding_model)
-            plan.vector = self._vector_dim_check(plan, emb.embed([q.query or ""], "query")[0])
-        hits: list[ScoredRecord] = []
-        if plan.info.dimension:
-            hits = self.store.query_batch(plan.info.shard, [self._first_stage(q, plan)])[0]
-        hits = self._later_stages(q, plan, hits)
         return SearchResult(hits, plan.mode, (time.perf_counter() - t0) * 1000, plan.stages,
                             plan.warnings)
 

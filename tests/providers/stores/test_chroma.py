@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("chromadb")
 
 from ragline.core.filters import parse_where
-from ragline.core.types import Record, SearchMode, StoreQuery
+from ragline.core.types import Metadata, Record, SearchMode, StoreQuery
 from ragline.errors import InvalidInput, StoreError, StoreUnavailable
 from ragline.providers.registry import registry
 from ragline.providers.stores.chroma.config import ChromaConfig
@@ -130,7 +130,7 @@ def test_metadata_round_trips_exactly_and_foreign_collections_are_left_alone(
 
     s = ChromaStore(ChromaConfig(path=tmp_path))
     s.create_shard("k", 4)
-    meta = {"i": 3, "f": 3.0, "none": None, "mixed": [1, "1", True, 2.5], "empty": [],
+    meta: Metadata = {"i": 3, "f": 3.0, "none": None, "mixed": [1, "1", True, 2.5], "empty": [],
             "ü nicode/key": "✓"}
     s.upsert("k", [Record("a", "t", meta, np.ones(4, np.float32))])
     [got] = s.get("k", "default", ["a"])

@@ -2,54 +2,25 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import APIRouter
 
-from ragline import __version__
-from ragline.api.deps import RL, Tenant
-from ragline.providers.registry import registry
+from ragline.api.deps import RL, Caller
 
 router = APIRouter(tags=["operations"])
 
 
 @router.get("/health")
 def health(rl: RL) -> dict[str, Any]:
-    store = rl.store.health()
-    body: dict[str, Any] = {
-        "status": "healthy" if store.status == "ok" else "degraded",
-        "timestamp": datetime.now(UTC).isoformat(),
-        "version": __version__,
-        "store": store.model_dump(),
-    }
-    try:
-        body["collections"] = len(rl.collections.all())
-        body["storage_bytes"] = rl.storage_bytes()
-    except Exception as exc:  # health must answer even when the catalog does not
-        body["status"] = "degraded"
-        body["catalog_error"] = str(exc)
-    if rl.cross_encoder is not None:
-        body["cross_encoder"] = rl.cross_encoder.health_info()
-    return body
+    return rl.health()
 
 
 @router.get("/info")
-def info(rl: RL, tenant: Tenant) -> dict[str, Any]:
-    cols = []
-    total = 0
-    for c in rl.collections.all():
-        n = rl.store.count(c.shard, tenant, None) if c.dimension else 0
-        total += n
-        cols.append({"name": c.name, "count": n, "dimension": c.dimension,
-                     "size_bytes": rl.store.size_bytes(c.shard),
-                     "embedding_provider": c.embedding_provider,
-                     "embedding_model": c.embedding_model})
-    return {"version": __version__, "collections": cols, "total_documents": total,
-            "storage_bytes": rl.storage_bytes(), "embedding_cache": rl.embedders.stats(),
-            "search_batching": rl.retrieval.batching_stats()}
+def info(rl: RL, caller: Caller) -> dict[str, Any]:
+    return rl.info(caller)
 
 
 @router.get("/api/providers")
-def providers() -> dict[str, Any]:
-    return registry.describe()
+def providers(rl: RL) -> dict[str, Any]:
+    return rl.providers()

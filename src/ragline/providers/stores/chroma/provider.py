@@ -588,9 +588,9 @@ def _local_size(root: Path, collection_id: str) -> int:
         meta_bytes = int(rows[0] or 0) if segs else 0
     finally:
         con.close()
-    files = sum(f.stat().st_blocks * 512 for s in segs if (root / s).is_dir()
+    files = sum(int(f.stat().st_blocks) * 512 for s in segs if (root / s).is_dir()
                 for f in (root / s).rglob("*") if f.is_file())
-    return files + meta_bytes
+    return int(files) + meta_bytes
 
 
 def _sort_key(v: Any) -> tuple[int, Any]:
