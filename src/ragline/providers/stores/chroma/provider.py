@@ -107,7 +107,7 @@ class ChromaStore:
         c = self.config
         settings = chromadb.Settings(anonymized_telemetry=False)
         if c.create_database:
-            self._ensure_database(chromadb, settings)
+            self._ensure_database(chromadb)
         with self._calls("connect"):
             if c.path is not None:
                 Path(c.path).mkdir(parents=True, exist_ok=True)
@@ -118,7 +118,7 @@ class ChromaStore:
                 headers={k: v.get_secret_value() for k, v in c.headers.items()},
                 tenant=c.tenant, database=c.database)
 
-    def _ensure_database(self, chromadb: Any, settings: Any) -> None:
+    def _ensure_database(self, chromadb: Any) -> None:
         c = self.config
         with self._calls("database check"):
             if c.path is not None:
@@ -134,15 +134,19 @@ class ChromaStore:
                     chroma_server_ssl_enabled=c.ssl,
                     chroma_server_headers={k: v.get_secret_value()
                                            for k, v in c.headers.items()}))
-            errors = _chroma().errors
+            errors = chromadb.errors
             try:
-                admin.get_tenant(c.tenant)
-            except errors.NotFoundError:
-                admin.create_tenant(c.tenant)
-            try:
-                admin.get_database(c.database, tenant=c.tenant)
-            except errors.NotFoundError:
-                admin.create_database(c.database, tenant=c.tenant)
+                try:
+                    admin.get_tenant(c.tenant)
+                except errors.NotFoundError:
+                    admin.create_tenant(c.tenant)
+                try:
+                    admin.get_database(c.database, tenant=c.tenant)
+                except errors.NotFoundError:
+                    admin.create_database(c.database, tenant=c.tenant)
+            finally:
+                with contextlib.suppress(Exception):
+                    admin.close()
 
     @contextlib.contextmanager
     def _calls(self, what: str) -> Iterator[None]:
