@@ -14,13 +14,14 @@ import anyio.to_thread
 from fastapi import FastAPI
 
 from ragline import __version__
-from ragline.api import errors
+from ragline.api import errors, openapi
 from ragline.api.routes import (
     collections,
     context,
     documents,
     health,
     ingestion,
+    keys,
     rag_ingest,
     rerank,
     search,
@@ -52,7 +53,8 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
     app = FastAPI(title="ragline", version=__version__, lifespan=lifespan,
                   description="Self-hosted RAG backend: collections, documents, search.")
     errors.install(app)
+    openapi.install(app)
     for module in (health, collections, documents, search, ingestion, context, rag_ingest,
-                   rerank):
+                   rerank, keys):
         app.include_router(module.router)
     return app

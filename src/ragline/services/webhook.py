@@ -98,7 +98,7 @@ def git_pull(repo: Path) -> str:
 class WebhookService:
     """Decodes, verifies and acts on a delivery; jobs go through the one submission path."""
 
-    def __init__(self, settings: Settings, submit: Callable[[str, Any], Any]) -> None:
+    def __init__(self, settings: Settings, submit: Callable[..., Any]) -> None:
         self.settings = settings
         self.submit = submit  # IngestionService.submit
 
@@ -160,7 +160,8 @@ class WebhookService:
             return {"status": "ignored", "reason": "the push changed no file under "
                     f"'{s.github_docs_path or '.'}'", "git": pulled}
         outcome = self.submit(tenant, IngestSource(
-            "directory", self.collection(), path=str(root), paths=restrict, trigger="webhook"))
+            "directory", self.collection(), path=str(root), paths=restrict, trigger="webhook"),
+            local=True)  # the clone is the operator's configuration, not a client's path
         job = outcome.job
         return {"status": "queued", "job_id": job.id, "collection": job.collection,
                 "paths": restrict, "git": pulled}
