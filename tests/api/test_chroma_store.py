@@ -52,7 +52,7 @@ def test_registry_lists_chroma_without_hybrid(chroma_client: TestClient) -> None
 
 
 def test_text_queries_are_dense_and_bm25_modes_are_400(chroma_client: TestClient) -> None:
-    make_collection(chroma_client, "book", embedding_provider="fake")
+    make_collection(chroma_client, "book", embed={"provider": "fake"})
     add(chroma_client, "book", [
         {"id": "ros", "text": "ROS 2 topics carry messages between nodes", "metadata": {"m": 1}},
         {"id": "cats", "text": "Cats sleep on warm mats", "metadata": {"m": 2}},
