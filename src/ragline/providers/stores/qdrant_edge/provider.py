@@ -16,6 +16,7 @@ Design points, each from the engine bake-off (``research/engine-bakeoff.md``):
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import threading
 from collections.abc import Iterator
@@ -415,8 +416,20 @@ class QdrantEdgeStore:
 
 
 def disk_usage(path: Path) -> int:
-    """Bytes really allocated (Edge preallocates sparse 32 MiB files; st_size overstates)."""
-    return sum(f.stat().st_blocks * 512 for f in path.rglob("*") if f.is_file())
+    """Bytes really allocated (Edge preallocates sparse 32 MiB files; st_size overstates).
+
+    Files and folders that vanish while they are counted (a shard dropped in the
+    background after an empty or delete) count as nothing: ``/info`` and
+    ``/health`` must not fail because of a concurrent drop.
+    """
+    total = 0
+    for root, _dirs, files in os.walk(path):  # os.walk skips folders that vanish
+        for name in files:
+            try:
+                total += os.stat(os.path.join(root, name)).st_blocks * 512
+            except FileNotFoundError:
+                continue
+    return total
 
 
 def _sort_key(v: Any) -> tuple[int, Any]:
