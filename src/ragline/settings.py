@@ -16,6 +16,10 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
+def _spec_frontmatter_defaults() -> dict[str, str | int | float | bool]:
+    return {"proficiency_level": "A2", "hardware_tier": 1}
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="RAGLINE_", env_file=".env", extra="ignore", env_file_encoding="utf-8"
@@ -125,6 +129,13 @@ class Settings(BaseSettings):
         default_factory=dict, description="Metadata every ingested source starts from "
         "(frontmatter overrides it), e.g. {\"hardware_tier\": 1}."
     )
+    ingest_frontmatter_defaults: dict[str, str | int | float | bool] = Field(
+        default_factory=_spec_frontmatter_defaults,
+        description="Spec 004: Markdown sources missing one of these fields, or with a "
+        "malformed value, get this value and a warning naming the file (so tier filters keep "
+        "tier-agnostic pages). A collection's metadata.frontmatter_defaults overrides it; {} "
+        "turns it off.",
+    )
     ingest_path_pattern: str | None = Field(
         None, description="Regex with named groups giving metadata from a file's relative path."
     )
@@ -163,6 +174,15 @@ class Settings(BaseSettings):
 
     def catalog_path(self) -> Path:
         return self.data_dir / "catalog.sqlite3"
+
+    def __repr_args__(self) -> Any:
+        """Provider option dicts may hold DSNs and API keys until the provider's own config
+        turns them into secrets: their values never show in a repr or a log line."""
+        for name, value in super().__repr_args__():
+            if name is not None and name.endswith("_options") and value:
+                yield name, {k: "**********" for k in value}
+            else:
+                yield name, value
 
     def apply_process_environment(self) -> None:
         """The one place ragline writes the process environment: Hugging Face

@@ -68,7 +68,9 @@ def test_trigger_runs_a_job_and_reports_exact_counters(client: TestClient,
     count = client.get("/collections/book").json()["count"]
     assert job["chunks_created"] == count == job["texts_embedded"] > 0
     assert job["started_at"] and job["finished_at"] and job["duration_s"] >= 0
-    assert job["warnings"] and "malformed frontmatter" in job["warnings"][0]
+    # the malformed frontmatter, and spec 004's defaults announced for pages without them
+    assert sum("malformed frontmatter" in w for w in job["warnings"]) == 1
+    assert any(w.startswith("README.md: no proficiency_level") for w in job["warnings"])
     edit_section(book / SENSING, "Cameras", "Cameras, rewritten for the second job.")
     second = run_job(client, collection="book", path=str(book))
     assert (second["files_changed"], second["files_skipped"]) == (1, 5)

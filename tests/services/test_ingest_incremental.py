@@ -63,7 +63,11 @@ def test_first_run_embeds_every_chunk_once_and_writes_full_records(rl: Ragline,
                                                 "02-broken-frontmatter.md"])
     assert stats.texts_embedded == fake.texts_embedded == len(distinct)
     assert stats.embedding_calls == fake.calls
-    assert len(stats.warnings) == 1 and "malformed frontmatter" in stats.warnings[0]
+    # one malformed frontmatter, plus spec 004's defaults announced for the 4 sources
+    # lacking proficiency_level/hardware_tier (two READMEs, the broken one, the MDX)
+    assert sum("malformed frontmatter" in w for w in stats.warnings) == 1
+    assert sum("in the frontmatter; using" in w for w in stats.warnings) == 4
+    assert len(stats.warnings) == 5
     check_chains(records)
     sensing = by_parent(records)[sid(SENSING)]
     m = sensing[0].metadata

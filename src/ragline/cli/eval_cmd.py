@@ -1,11 +1,11 @@
-"""``ragline eval beir``: retrieval quality on a BEIR dataset."""
+"""``ragline eval beir`` (a BEIR dataset) and ``ragline eval questions`` (your own questions)."""
 
 from __future__ import annotations
 
 import json
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -58,3 +58,125 @@ def beir(
             typer.echo(json.dumps(metrics))
     finally:
         rl.close()
+
+
+@eval_app.command("questions")
+def questions(
+    path: Annotated[Path, typer.Argument(help="Questions file: .jsonl, .yaml/.yml or .json.")],
+    collection: Annotated[str, typer.Option(help="Collection to search (already ingested).")],
+    mode: Annotated[str | None, typer.Option(help="dense, sparse or hybrid.")] = None,
+    k: Annotated[list[int] | None, typer.Option(
+        "--k", help="Cut-offs for hit@k (repeat; default 1 3 5).")] = None,
+    depth: Annotated[int, typer.Option(help="Results fetched per question (ranks beyond "
+                                       "it count as not found).")] = 50,
+    where: Annotated[str | None, typer.Option(
+        help='Filter for every question, as JSON: \'{"hardware_tier": {"$lte": 1}}\'.')] = None,
+    baseline: Annotated[Path | None, typer.Option(
+        help="A previous run's --json report: list what changed.")] = None,
+    output: Annotated[Path | None, typer.Option(
+        help="Also write the JSON report to this file.")] = None,
+    min_hit1: Annotated[float | None, typer.Option(help="Fail (exit 1) below this hit@1.")]
+    = None,
+    min_hit3: Annotated[float | None, typer.Option(help="Fail below this hit@3.")] = None,
+    min_hit5: Annotated[float | None, typer.Option(help="Fail below this hit@5.")] = None,
+    min_mrr: Annotated[float | None, typer.Option(help="Fail below this MRR.")] = None,
+    max_regressions: Annotated[int | None, typer.Option(
+        help="Fail when more questions than this rank worse than in --baseline.")] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="Data directory.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON last.")]
+    = False,
+) -> None:
+    """Search each question and report hit@1/3/5, MRR and every question's rank.
+
+    Exit code 1 when a --min-* threshold (or --max-regressions) is missed, 2 for
+    bad input: put retrieval regressions in CI.
+    """
+    from ragline.cli.main import build_settings
+    from ragline.errors import RaglineError
+    from ragline.evaluation import questions as ev
+    from ragline.facade import Ragline
+
+    if mode not in (None, "dense", "sparse", "hybrid"):
+        raise typer.BadParameter("mode must be dense, sparse or hybrid")
+    ks = sorted(set(k or ev.DEFAULT_KS))
+    if any(x < 1 for x in ks):
+        raise typer.BadParameter("--k must be at least 1")
+    console = Console(stderr=True)
+    try:
+        qs = ev.load_questions(path)
+        filt = json.loads(where) if where else None
+        prev = ev.load_baseline(baseline) if baseline else None
+    except json.JSONDecodeError as exc:
+        console.print(f"[red]error:[/red] --where is not JSON ({exc.msg})")
+        raise typer.Exit(2) from exc
+    except RaglineError as exc:
+        console.print(f"[red]error:[/red] {exc.message}")
+        raise typer.Exit(2) from exc
+    rl = Ragline(build_settings(data_dir)).start()
+    try:
+        t0 = time.perf_counter()
+        try:
+            report = ev.evaluate(rl, qs, collection, mode, ks=ks, depth=depth, where=filt)
+        except RaglineError as exc:
+            console.print(f"[red]error:[/red] {exc.message}")
+            raise typer.Exit(2) from exc
+    finally:
+        rl.close()
+    elapsed = time.perf_counter() - t0
+    _print_report(console, report, elapsed)
+    payload = report.to_json()
+    failures: list[str] = []
+    if prev is not None:
+        changes = ev.diff(report, prev)
+        _print_diff(console, changes)
+        payload["diff"] = changes.to_json()
+        if max_regressions is not None and len(changes.regressed) > max_regressions:
+            failures.append(f"{len(changes.regressed)} questions rank worse than in the "
+                            f"baseline (at most {max_regressions} allowed)")
+    minimums = {name: value for name, value in
+                (("hit@1", min_hit1), ("hit@3", min_hit3), ("hit@5", min_hit5),
+                 ("mrr", min_mrr)) if value is not None}
+    failures += ev.check_thresholds(report.metrics, minimums)
+    payload["failures"] = failures
+    if output is not None:
+        output.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n",
+                          encoding="utf-8")
+    for failure in failures:
+        console.print(f"[red]threshold missed:[/red] {failure}")
+    if as_json:
+        typer.echo(json.dumps(payload, ensure_ascii=False))
+    if failures:
+        raise typer.Exit(1)
+
+
+def _rank(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def _print_report(console: Console, report: Any, elapsed: float) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"{report.metrics['questions']} questions on "
+                  f"{report.config['collection']} (mode={report.config['mode']}) "
+                  f"in {elapsed:.1f}s")
+    for column in ("id", "rank", "source rank", "question", "top source"):
+        table.add_column(column, justify="right" if "rank" in column else "left")
+    for q in report.questions:
+        table.add_row(q.id, _rank(q.rank), _rank(q.source_rank), q.question[:60],
+                      q.top[0] if q.top else "")
+    console.print(table)
+    for name, value in report.metrics.items():
+        console.print(f"  {name:>14}: {value:.4f}" if isinstance(value, float)
+                      else f"  {name:>14}: {value}")
+
+
+def _print_diff(console: Console, changes: Any) -> None:
+    for name, (before, after) in changes.metrics.items():
+        if before != after:
+            console.print(f"  {name:>14}: {before:.4f} -> {after:.4f} ({after - before:+.4f})")
+    for label, items in (("regressed", changes.regressed), ("improved", changes.improved)):
+        for c in items:
+            console.print(f"  {label}: {c.id} rank {_rank(c.before)} -> {_rank(c.after)}  "
+                          f"{c.question[:60]}")
+    if changes.added or changes.removed:
+        console.print(f"  questions added: {len(changes.added)}, removed: {len(changes.removed)}")

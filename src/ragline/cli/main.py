@@ -24,9 +24,11 @@ def _register_subcommands() -> None:
     from ragline.cli.ingest_cmd import ingest
     from ragline.cli.keys_cmd import keys_app
     from ragline.cli.mcp_cmd import mcp
+    from ragline.cli.models_cmd import models_app
 
     app.add_typer(eval_app, name="eval")
     app.add_typer(keys_app, name="keys")
+    app.add_typer(models_app, name="models")
     app.command("ingest")(ingest)
     app.command("mcp")(mcp)
 

@@ -2,7 +2,8 @@
 
 A *section* is the text under one Markdown heading (``##`` and deeper; the
 ``#`` heading is the document title and opens no path). A section is made of
-*blocks* — paragraphs, headings, fenced code blocks, tables — and blocks are
+*blocks* — paragraphs, headings, fenced code blocks, tables (their line ranges
+come from :func:`ragline.ingest.markdown.markdown_outline`) — and blocks are
 turned into *pieces* no larger than a token limit. Code blocks and tables that
 fit are one atomic piece, so the chunker never cuts them; larger ones are cut
 at line or row boundaries and every part is re-fenced (or gets the table
@@ -18,7 +19,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ragline.ingest.markdown import FENCE_RE, HEADING_RE, fence_mask
+from ragline.ingest.markdown import FENCE_RE, markdown_outline
 
 TokenCounter = Callable[[str], int]
 
@@ -28,7 +29,7 @@ _WORDS = re.compile(r"(\s+)")
 MARKDOWN_SEPARATORS = (_LINES, _SENTENCES, _WORDS)
 PLAIN_SEPARATORS = (_SENTENCES, _LINES, _WORDS)
 _PARAGRAPHS = re.compile(r"\n[ \t]*\n\s*")
-_TABLE_SEPARATOR_RE = re.compile(r"^\s*\|?\s*:?-{2,}")
+_TABLE_SEPARATOR_RE = re.compile(r"^\s*\|?\s*:?-+")
 _ANCHOR_RE = re.compile(r"\s*\{#([^}]+)\}\s*$")
 _THEMATIC_BREAK_RE = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
 
@@ -63,77 +64,71 @@ class Piece:
     sep: str = "\n\n"
 
 
-def _is_closing_fence(line: str, fence: str) -> bool:
-    stripped = line.strip()
-    return len(stripped) >= len(fence) and set(stripped) == {fence[0]}
+def _blocks(
+    lines: list[str], start: int, end: int, spans: dict[int, tuple[int, str]]
+) -> list[Block]:
+    """Blocks of lines ``[start, end)``: code and tables whole, prose by blank lines.
 
-
-def _blocks(lines: list[str], in_code: list[bool]) -> list[Block]:
-    """Group the lines of one section into blocks (code and tables kept whole)."""
+    ``spans`` maps the first line of each fenced code block or table (from the
+    Markdown outline) to its end and kind. Prose between them is grouped at
+    blank lines, as before the outline existed, so chunk texts (and ids) of
+    ordinary documents did not change.
+    """
     blocks: list[Block] = []
     buf: list[str] = []
-    kind = "text"
-    fence: str | None = None
 
-    def flush() -> None:
+    def flush(kind: str = "text") -> None:
         if len(buf) == 1 and kind == "text" and _THEMATIC_BREAK_RE.match(buf[0]):
             buf.clear()  # a `---` rule separates visually and means nothing to a search
         if any(line.strip() for line in buf):
             blocks.append(Block("\n".join(buf).strip("\n"), kind))
         buf.clear()
 
-    for line, code in zip(lines, in_code, strict=True):
-        if code and fence is None:  # an opening fence
+    i = start
+    while i < end:
+        span = spans.get(i)
+        if span is not None:
             flush()
-            m = FENCE_RE.match(line)
-            kind, fence = "code", m.group(1) if m else "```"
-            buf.append(line)
-        elif code and fence is not None:
-            buf.append(line)
-            if _is_closing_fence(line, fence):
-                flush()
-                kind, fence = "text", None
-        elif not line.strip():
-            flush()
-            kind = "text"
+            stop, kind = min(span[0], end), span[1]
+            buf.extend(lines[i:stop])
+            flush(kind)
+            i = stop
+            continue
+        if lines[i].strip():
+            buf.append(lines[i])
         else:
-            line_kind = "table" if line.lstrip().startswith("|") else "text"
-            if line_kind != kind:
-                flush()
-                kind = line_kind
-            buf.append(line)
+            flush()
+        i += 1
     flush()
     return blocks
 
 
 def markdown_sections(text: str) -> list[Section]:
-    """Split Markdown into sections at headings outside code blocks.
+    """Split Markdown into sections at its top-level headings (see :func:`markdown_outline`).
 
-    The heading line is the first block of its section, so the first chunk of a
-    section reads as it does in the source.
+    The heading's lines are the first block of its section, so the first chunk
+    of a section reads as it does in the source.
     """
     lines = text.split("\n")
-    mask = fence_mask(lines)
+    outline = markdown_outline(text)
+    spans = {s: (e, kind) for s, e, kind in outline.blocks}
     sections: list[Section] = []
 
     def close(section: Section, heading: Block | None, start: int, end: int) -> None:
-        section.blocks = ([heading] if heading else []) + _blocks(lines[start:end], mask[start:end])
+        section.blocks = ([heading] if heading else []) + _blocks(lines, start, end, spans)
         if section.blocks:
             sections.append(section)
 
     stack: list[tuple[int, str]] = []
     current, heading, start = Section(heading_path=[]), None, 0
-    for i, (line, code) in enumerate(zip(lines, mask, strict=True)):
-        m = None if code else HEADING_RE.match(line)
-        if m is None:
-            continue
-        close(current, heading, start, i)
-        level, title = len(m.group(1)), m.group(2).strip()
-        anchor = _ANCHOR_RE.search(title)
-        title = _ANCHOR_RE.sub("", title)
-        stack = [] if level == 1 else [h for h in stack if h[0] < level] + [(level, title)]
+    for h in outline.headings:
+        close(current, heading, start, h.start)
+        anchor = _ANCHOR_RE.search(h.title)
+        title = _ANCHOR_RE.sub("", h.title)
+        stack = [] if h.level == 1 else [x for x in stack if x[0] < h.level] + [(h.level, title)]
         current = Section([t for _, t in stack], anchor.group(1) if anchor else None)
-        heading, start = Block(line.strip(), "heading"), i + 1
+        heading = Block("\n".join(lines[h.start : h.end]).strip(), "heading")
+        start = h.end
     close(current, heading, start, len(lines))
     return sections
 

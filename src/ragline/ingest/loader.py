@@ -18,11 +18,15 @@ from typing import Protocol
 from ragline.errors import InvalidInput
 from ragline.ingest.html import parse_html
 from ragline.ingest.markdown import parse_markdown
-from ragline.ingest.metadata import merge_metadata, normalize_metadata
+from ragline.ingest.metadata import (
+    apply_frontmatter_defaults,
+    merge_metadata,
+    normalize_metadata,
+)
 from ragline.ingest.path_metadata import extract_path_metadata, parent_doc_id, to_posix
 from ragline.ingest.pdf import parse_pdf
 from ragline.ingest.text import first_line_title, parse_text
-from ragline.ingest.types import MetadataValue, ParsedContent, SourceDocument
+from ragline.ingest.types import MetadataValue, ParsedContent, Scalar, SourceDocument
 
 
 class Parser(Protocol):
@@ -66,10 +70,14 @@ def load_bytes(
     source_id: str | None = None,
     defaults: Mapping[str, object] | None = None,
     path_pattern: str | re.Pattern[str] | None = None,
+    frontmatter_defaults: Mapping[str, Scalar] | None = None,
 ) -> SourceDocument:
     """Parse raw bytes named ``source_path`` (a relative path or an upload's file name).
 
-    ``source_id`` defaults to :func:`parent_doc_id` of the path. Raises
+    ``source_id`` defaults to :func:`parent_doc_id` of the path.
+    ``frontmatter_defaults`` fill fields a Markdown source lacks or has
+    malformed, with a warning naming the file (spec 004; see
+    :func:`apply_frontmatter_defaults`); other formats are left alone. Raises
     :class:`InvalidInput` for an unsupported extension, an empty file, or a
     file with no text in it.
     """
@@ -89,6 +97,10 @@ def load_bytes(
         name=source_path,
     )
     parsed = parser(data, source_path, base)
+    if frontmatter_defaults and parsed.source_type == "md":
+        parsed.metadata = apply_frontmatter_defaults(
+            parsed.metadata, frontmatter_defaults, source_path
+        )
     return build_document(
         parsed,
         data,
@@ -128,6 +140,7 @@ def load_file(
     *,
     defaults: Mapping[str, object] | None = None,
     path_pattern: str | re.Pattern[str] | None = None,
+    frontmatter_defaults: Mapping[str, Scalar] | None = None,
 ) -> SourceDocument:
     """Load ``path``; its ``source_path``/``source_id`` are relative to ``root``."""
     path, root = Path(path), Path(root)
@@ -139,7 +152,8 @@ def load_file(
         data = path.read_bytes()
     except OSError as exc:
         raise InvalidInput(f"{relative.as_posix()}: cannot read file ({exc.strerror})") from exc
-    return load_bytes(data, relative.as_posix(), defaults=defaults, path_pattern=path_pattern)
+    return load_bytes(data, relative.as_posix(), defaults=defaults, path_pattern=path_pattern,
+                      frontmatter_defaults=frontmatter_defaults)
 
 
 def load_text(

@@ -4,6 +4,14 @@ Frontmatter becomes filterable metadata (spec 004 FR-002). A broken
 frontmatter block must not lose the lesson: it is logged with the file name,
 the defaults apply (spec 004: ``proficiency_level=A2``, ``hardware_tier=1``)
 and the body is still ingested.
+
+Document structure (headings, fenced code, tables) comes from ``markdown-it-py``
+(CommonMark plus GFM tables) through :func:`markdown_outline`, not from
+regular expressions: setext headings (``Title\n===``), ATX headings indented by
+up to three spaces and tables without a leading pipe are found the way a
+Markdown renderer finds them, and a ``# comment`` inside code is never a
+heading. The outline only gives line ranges; chunk text is always cut from the
+source lines, so what is embedded reads exactly as the author wrote it.
 """
 
 from __future__ import annotations
@@ -11,10 +19,12 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
 import yaml
+from markdown_it import MarkdownIt
 
 from ragline.ingest.metadata import merge_metadata, normalize_metadata
 from ragline.ingest.text import decode_bytes
@@ -27,10 +37,62 @@ _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _FRONTMATTER_RE = re.compile(r"\A---[ \t]*\n(.*?)^(?:---|\.\.\.)[ \t]*$\n?", re.S | re.M)
 FENCE_RE = re.compile(r"^\s*(`{3,}|~{3,})")
-HEADING_RE = re.compile(r"^(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _MDX_ESM_RE = re.compile(r"^(?:import|export)\s")
 _MDX_JSX_LINE_RE = re.compile(r"^\s*(?:</?[A-Z][\w.]*(?:\s[^<>]*)?/?>\s*)+$")
 _MDX_COMMENT_RE = re.compile(r"\{/\*.*?\*/\}", re.S)
+
+
+# CommonMark + GFM tables. Inline parsing is off: only block structure is needed
+# (a heading's inline token still carries its raw text), and it is most of the cost.
+_MD = MarkdownIt("commonmark").enable("table").disable("inline")
+
+
+@dataclass(frozen=True, slots=True)
+class Heading:
+    """A top-level heading: source lines ``[start, end)``, level 1-6, raw inline title."""
+
+    start: int
+    end: int
+    level: int
+    title: str
+
+
+@dataclass(slots=True)
+class Outline:
+    """Where the structure of a Markdown text is, as 0-based line ranges.
+
+    ``headings`` are top-level headings only (one inside a list item or a
+    quote does not open a section). ``blocks`` are ``(start, end, kind)``
+    ranges of fenced code (``"code"``) and tables (``"table"``) at any nesting
+    depth, in order: the chunker keeps them whole.
+    """
+
+    headings: list[Heading] = field(default_factory=list)
+    blocks: list[tuple[int, int, str]] = field(default_factory=list)
+
+
+def markdown_outline(text: str) -> Outline:
+    """Parse ``text`` with markdown-it-py and return its :class:`Outline`.
+
+    Line numbers index ``text.split("\n")`` (newlines must already be
+    normalised to ``\n``, which :func:`decode_bytes` does).
+    """
+    outline = Outline()
+    tokens = _MD.parse(text)
+    for i, token in enumerate(tokens):
+        if token.map is None:
+            continue
+        start, end = token.map
+        if token.type == "heading_open" and token.level == 0:
+            inline = tokens[i + 1] if i + 1 < len(tokens) else None
+            title = inline.content if inline is not None and inline.type == "inline" else ""
+            title = " ".join(title.split())  # a multi-line setext title reads as one line
+            outline.headings.append(Heading(start, end, int(token.tag[1:]), title))
+        elif token.type == "fence":
+            outline.blocks.append((start, end, "code"))
+        elif token.type == "table_open":
+            outline.blocks.append((start, end, "table"))
+    return outline
 
 
 def fence_mask(lines: list[str]) -> list[bool]:
@@ -108,13 +170,11 @@ def strip_mdx(text: str) -> str:
     return "\n".join(out)
 
 
-def first_heading(text: str) -> str | None:
-    """Text of the first ``# H1`` outside code blocks."""
-    lines = text.split("\n")
-    for line, in_code in zip(lines, fence_mask(lines), strict=True):
-        m = None if in_code else HEADING_RE.match(line)
-        if m and len(m.group(1)) == 1 and m.group(2).strip():
-            return m.group(2).strip()
+def first_heading(text: str, outline: Outline | None = None) -> str | None:
+    """Text of the first level-1 heading (``# H1`` or setext ``===``) outside code."""
+    for heading in (outline or markdown_outline(text)).headings:
+        if heading.level == 1 and heading.title:
+            return heading.title
     return None
 
 
@@ -140,5 +200,5 @@ def parse_markdown(
         source_type="md",
         text_format="markdown",
         title=title or first_heading(body),
-        metadata=merge_metadata(base or {}, normalize_metadata(front), name=name),
+        metadata=merge_metadata(base or {}, normalize_metadata(front, name), name=name),
     )

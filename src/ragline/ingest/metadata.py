@@ -11,6 +11,7 @@ import datetime as dt
 import json
 import logging
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,6 +33,29 @@ names is kept under ``fm_<name>`` so it can never overwrite a record field."""
 
 RESERVED_PREFIX = "fm_"
 
+SPEC_FRONTMATTER_DEFAULTS: dict[str, Scalar] = {"proficiency_level": "A2", "hardware_tier": 1}
+"""Spec 004: what a lesson without (or with a malformed) value of these fields gets."""
+
+MAX_KEY_LENGTH = 128
+_MAX_DEPTH = 8
+_UNSAFE_KEY_CHARS = re.compile(r"[^\w-]+")
+
+
+def storable_key(key: object) -> str | None:
+    """``key`` as a metadata field name every store and the filter language accept.
+
+    Letters, digits, ``_`` and ``-`` are kept (any script); every other run of
+    characters (``.`` would be a nested path in a payload, ``$`` an operator,
+    spaces, brackets) becomes ``_``. ``None`` when nothing usable is left or
+    the key is longer than :data:`MAX_KEY_LENGTH`.
+    """
+    text = str(key).strip()
+    if _UNSAFE_KEY_CHARS.search(text):
+        text = _UNSAFE_KEY_CHARS.sub("_", text).strip("_")
+    if not text or len(text) > MAX_KEY_LENGTH:
+        return None
+    return text
+
 
 def _scalar(value: Any) -> Scalar | None:
     """One value as a JSON scalar; dates become ISO strings, NaN/None vanish."""
@@ -46,17 +70,33 @@ def _scalar(value: Any) -> Scalar | None:
     return str(value)
 
 
-def _flatten(prefix: str, value: Any, out: dict[str, MetadataValue]) -> None:
+def _flatten(
+    prefix: str, value: Any, out: dict[str, MetadataValue], name: str, depth: int = 0
+) -> None:
+    if depth > _MAX_DEPTH:  # YAML aliases can even make a structure contain itself
+        log.warning("%s: metadata field %r is nested too deeply; skipped", name, prefix)
+        return
     if isinstance(value, Mapping):
         for key, sub in value.items():
-            _flatten(f"{prefix}_{key}" if prefix else str(key), sub, out)
+            safe = storable_key(key)
+            if safe is None:
+                log.warning("%s: metadata key %r cannot be stored; skipped", name or "<source>",
+                            str(key)[:80])
+                continue
+            if safe != str(key):
+                log.warning("%s: metadata key %r stored as %r", name or "<source>",
+                            str(key)[:80], safe)
+            _flatten(f"{prefix}_{safe}" if prefix else safe, sub, out, name, depth + 1)
         return
     if isinstance(value, list | tuple | set | frozenset):
         items: list[Scalar] = []
         for item in value:
             if isinstance(item, Mapping | list | tuple):
                 # Lists of objects cannot be filtered on anyway; keep them readable.
-                items.append(json.dumps(item, default=str, sort_keys=True))
+                try:
+                    items.append(json.dumps(item, default=str, sort_keys=True))
+                except (ValueError, TypeError):  # circular (YAML aliases) or unsortable keys
+                    items.append(str(item)[:1000])
             elif (s := _scalar(item)) is not None:
                 items.append(s)
         out[prefix] = items
@@ -66,18 +106,19 @@ def _flatten(prefix: str, value: Any, out: dict[str, MetadataValue]) -> None:
         out[prefix] = scalar
 
 
-def normalize_metadata(raw: Mapping[str, Any]) -> Metadata:
+def normalize_metadata(raw: Mapping[Any, Any], name: str = "") -> Metadata:
     """Flatten nested mappings with ``_`` and coerce values to JSON scalars.
 
     ``{"cognitive_load": {"new_concepts": 2}}`` becomes
     ``{"cognitive_load_new_concepts": 2}``; dates become ISO strings; ``None``
     values are dropped so that defaults can fill them; items of a list that are
     themselves objects are kept as JSON strings. Keys in :data:`RESERVED_KEYS`
-    are renamed ``fm_<key>``.
+    are renamed ``fm_<key>``. A key that cannot be stored is renamed or
+    skipped by :func:`storable_key`, with a warning naming ``name``: a stray
+    frontmatter key never fails an ingestion.
     """
     out: dict[str, MetadataValue] = {}
-    for key, value in raw.items():
-        _flatten(str(key), value, out)
+    _flatten("", raw, out, name)
     return {(RESERVED_PREFIX + k if k in RESERVED_KEYS else k): v for k, v in out.items()}
 
 
@@ -126,3 +167,53 @@ def merge_metadata(*layers: Mapping[str, MetadataValue], name: str = "") -> Meta
                 continue
             merged[key] = coerced
     return merged
+
+
+def _conform(value: MetadataValue, default: Scalar) -> MetadataValue | None:
+    """``value`` if it is a well-formed stand-in for ``default``'s type, else ``None``."""
+    if isinstance(value, list):
+        return None
+    if isinstance(default, bool):
+        return value if isinstance(value, bool) else None
+    if isinstance(default, int | float):
+        if isinstance(value, bool):
+            return None
+        if isinstance(value, int | float):
+            return value
+        try:
+            number = float(str(value).strip())
+        except ValueError:
+            return None
+        return int(number) if isinstance(default, int) and number.is_integer() else number
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def apply_frontmatter_defaults(
+    metadata: Metadata, defaults: Mapping[str, Scalar], name: str = ""
+) -> Metadata:
+    """Fill missing or malformed fields from ``defaults``, with a warning naming the file.
+
+    Spec 004: a lesson without ``hardware_tier`` or ``proficiency_level`` (or
+    with one that is the wrong type, e.g. ``hardware_tier: high``) gets the
+    default, so that a filter such as ``hardware_tier <= 1`` keeps
+    tier-agnostic pages (overviews, a preface) instead of silently dropping
+    them. Returns a new mapping; ``metadata`` is not changed.
+    """
+    out = dict(metadata)
+    missing: list[str] = []
+    for key, default in defaults.items():
+        if key not in out:
+            missing.append(key)
+            out[key] = default
+            continue
+        conformed = _conform(out[key], default)
+        if conformed is None:
+            log.warning("%s: frontmatter %s=%r is malformed; using %r",
+                        name or "<source>", key, out[key], default)
+            out[key] = default
+        else:
+            out[key] = conformed
+    if missing:
+        log.warning("%s: no %s in the frontmatter; using %s", name or "<source>",
+                    ", ".join(missing), ", ".join(f"{k}={defaults[k]!r}" for k in missing))
+    return out

@@ -45,7 +45,7 @@ from ragline.services.ingest_stats import (
     capture_warnings,
     check_mode,
 )
-from ragline.services.ingest_target import build_target
+from ragline.services.ingest_target import build_target, frontmatter_defaults
 from ragline.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -251,7 +251,8 @@ class IngestService:
             return None
         doc: SourceDocument | None
         try:
-            doc = load_bytes(data, rel, defaults=t.defaults, path_pattern=t.path_pattern)
+            doc = load_bytes(data, rel, defaults=t.defaults, path_pattern=t.path_pattern,
+                             frontmatter_defaults=t.frontmatter_defaults)
             stats.files_changed += 1
         except InvalidInput as exc:  # empty or unreadable: the source has no chunks now
             stats.files_failed += 1
@@ -285,8 +286,10 @@ class IngestService:
         name = PurePosixPath(filename.replace("\\", "/")).name
         if not name:
             raise InvalidInput("the uploaded file has no name")
+        info = self.collections.catalog.find_collection(collection)
         doc = load_bytes(data, name, source_id=f"upload/{name}",
-                         defaults=self.settings.ingest_defaults)
+                         defaults=self.settings.ingest_defaults,
+                         frontmatter_defaults=frontmatter_defaults(self.settings, info))
         doc.metadata["original_filename"] = name
         return self.ingest_document(collection, tenant, doc, "upload")
 

@@ -79,6 +79,7 @@ class Target:
     reuse: bool = True
     defaults: dict[str, Any] = field(default_factory=dict)
     path_pattern: str | None = None
+    frontmatter_defaults: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import cast
+import logging
+from typing import Any, cast
 
 from ragline.core.types import CollectionInfo
 from ragline.providers.embedders.base import Embedder
@@ -21,10 +22,39 @@ from ragline.services.embedders import EmbedderPool
 from ragline.services.ingest_pipeline import Target
 from ragline.settings import Settings
 
-CHUNKER_VERSION = "1"
-"""Part of every source's fingerprint: bump it when chunking changes."""
+CHUNKER_VERSION = "2"
+"""Part of every source's fingerprint: bump it when chunking changes.
+2: structure from markdown-it-py (setext headings, indented ATX headings,
+pipe-less tables); ordinary documents give the same chunks, so a re-chunk
+reuses their vectors."""
+FRONTMATTER_DEFAULTS_KEY = "frontmatter_defaults"
+"""Collection metadata key overriding ``settings.ingest_frontmatter_defaults``."""
+
+log = logging.getLogger(__name__)
 MAX_CHUNK_TOKENS = 512
 """Upper bound on chunk size whatever the embedder allows (spec 004: 400-512)."""
+
+
+def frontmatter_defaults(settings: Settings, info: CollectionInfo | None) -> dict[str, Any]:
+    """Spec-004 defaults for Markdown fields, per collection.
+
+    The collection's ``metadata.frontmatter_defaults`` (a mapping of field to
+    string, number or boolean; ``{}`` turns the rule off) wins over
+    ``settings.ingest_frontmatter_defaults``. A malformed value is ignored with
+    a warning rather than failing every ingestion into the collection.
+    """
+    configured = info.metadata.get(FRONTMATTER_DEFAULTS_KEY) if info is not None else None
+    if configured is None:
+        return dict(settings.ingest_frontmatter_defaults)
+    if isinstance(configured, dict) and all(
+        isinstance(k, str) and isinstance(v, str | int | float | bool)
+        for k, v in configured.items()
+    ):
+        return dict(configured)
+    log.warning("collection %s: metadata.%s must map field names to strings, numbers or "
+                "booleans; using the server's defaults", info.name if info else "?",
+                FRONTMATTER_DEFAULTS_KEY)
+    return dict(settings.ingest_frontmatter_defaults)
 
 
 def build_target(settings: Settings, embedders: EmbedderPool, info: CollectionInfo,
@@ -42,12 +72,13 @@ def build_target(settings: Settings, embedders: EmbedderPool, info: CollectionIn
                 **(meta_defaults if isinstance(meta_defaults, dict) else {})}
     pattern = info.metadata.get("ingest_path_pattern") or settings.ingest_path_pattern
     overlap = settings.ingest_chunk_overlap
+    fm_defaults = frontmatter_defaults(settings, info)
     fingerprint = hashlib.sha256(json.dumps(
         [CHUNKER_VERSION, size, overlap, info.embedding_provider, embedder.model,
-         defaults, pattern], sort_keys=True, default=str).encode()).hexdigest()[:16]
+         defaults, pattern, fm_defaults], sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     def count(text: str) -> int:
         return max(0, embedder.count_tokens(text) - overhead)
 
     return Target(info, tenant, embedder, count, size, overlap, fingerprint, reuse,
-                  defaults, pattern if isinstance(pattern, str) else None)
+                  defaults, pattern if isinstance(pattern, str) else None, fm_defaults)

@@ -32,6 +32,7 @@ from ragline.providers.rerankers.base import RerankedItem
 from ragline.providers.rerankers.catalog import enable_hint
 
 if TYPE_CHECKING:
+    from ragline.providers.rerankers.onnx_cross_encoder import OnnxCrossEncoderReranker
     from ragline.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -193,8 +194,12 @@ class CrossEncoderReranker:
 
 def load_from_settings(
     settings: Settings, env: Mapping[str, str] | None = None
-) -> CrossEncoderReranker | None:
+) -> CrossEncoderReranker | OnnxCrossEncoderReranker | None:
     """Startup entry point: the configured reranker, or ``None`` (logged) when none is set.
+
+    A model that ``ragline models build-reranker`` exported (its directory, or
+    the name it was built from, found in ``settings.models_dir``) is served by
+    the ONNX provider, without torch; anything else by sentence-transformers.
 
     Raises :class:`ModelLoadError` when a model was asked for and fails; the
     CLI logs it as fatal and exits non-zero (spec 000).
@@ -209,16 +214,30 @@ def load_from_settings(
     where = "path" if source.is_path else "model"
     log.info("loading cross-encoder %s %s (from %s)", where, source.value, source.origin)
     started = time.perf_counter()
-    if source.origin in ("--cross-encoder-path", ENV_PATH) and not Path(source.value).is_dir():
-        raise ModelLoadError(
-            f"Could not load cross-encoder: {source.origin} '{source.value}' is not a directory"
-        )
     from ragline.providers.registry import registry  # the one way providers are built
+    from ragline.providers.rerankers.onnx_cross_encoder import find_built_model
 
-    reranker: CrossEncoderReranker = registry.build("rerankers", "cross-encoder", {
-        "model": source.value, "local_files_only": source.is_path,
-        "max_documents": settings.rerank_max_documents, "max_chars": settings.rerank_max_chars,
-    })
+    reranker: CrossEncoderReranker | OnnxCrossEncoderReranker
+    if find_built_model(source.value, settings.models_dir) is not None:
+        where = f"ONNX {where}"
+        reranker = registry.build("rerankers", "onnx-cross-encoder", {
+            "model": source.value, "models_dir": settings.models_dir,
+            "max_documents": settings.rerank_max_documents,
+            "max_chars": settings.rerank_max_chars,
+        })
+    else:
+        if source.origin in ("--cross-encoder-path", ENV_PATH) and not Path(
+            source.value
+        ).is_dir():
+            raise ModelLoadError(
+                f"Could not load cross-encoder: {source.origin} '{source.value}' is not a "
+                "directory"
+            )
+        reranker = registry.build("rerankers", "cross-encoder", {
+            "model": source.value, "local_files_only": source.is_path,
+            "max_documents": settings.rerank_max_documents,
+            "max_chars": settings.rerank_max_chars,
+        })
     log.info(
         "cross-encoder loaded: %s %s in %.1f s",
         where,

@@ -33,7 +33,8 @@ from ragline.core.ids import point_id
 from ragline.core.types import Page, Record, Scalar, ScoredRecord, StoreQuery
 from ragline.errors import ShardGone, StoreError
 from ragline.providers.base import Health, ProviderConfig
-from ragline.providers.stores.qdrant_edge.fields import FieldKinds
+from ragline.providers.stores.qdrant_common.fields import FieldKinds
+from ragline.providers.stores.qdrant_common.filters import bool_path, field_path, point_payload
 from ragline.providers.stores.qdrant_edge.locks import RWLock
 from ragline.providers.stores.qdrant_edge.queries import (
     TEXT,
@@ -41,12 +42,7 @@ from ragline.providers.stores.qdrant_edge.queries import (
     build_request,
     search_params,
 )
-from ragline.providers.stores.qdrant_edge.translate import (
-    bool_path,
-    bool_shadow,
-    field_path,
-    tenant_filter,
-)
+from ragline.providers.stores.qdrant_edge.translate import tenant_filter
 
 log = logging.getLogger(__name__)
 
@@ -223,10 +219,7 @@ class QdrantEdgeStore:
             assert r.embedding is not None
             vec = np.asarray(r.embedding, dtype=np.float32)
             norm = float(np.linalg.norm(vec))
-            payload = {
-                "doc_id": r.id, "text": r.text, "tenant": r.tenant,
-                "metadata": r.metadata, "norm": norm, "bools": bool_shadow(r.metadata),
-            }
+            payload = point_payload(r.id, r.text, r.tenant, r.metadata, norm)
             points.append(q.Point(point_id(r.tenant, r.id), {VECTOR: vec.tolist()}, payload))
         with self._use(sh), sh.write_lock:
             to_index, to_drop = sh.fields.observe([r.metadata for r in records])
