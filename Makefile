@@ -11,7 +11,11 @@ PORT ?= 8000
 DATA ?= ./data
 PYTEST_ARGS ?=
 
-.PHONY: install install-dev serve test test-fresh-clone test-llm lint typecheck bench bench-chat clean
+.PHONY: install install-dev serve test test-chroma test-fresh-clone test-llm lint typecheck bench bench-chat clean
+
+# The spec 000/002 HTTP scenarios, run again on a ragline whose store is Chroma
+# (in-process, and a real `chroma run` server the tests start).
+CHROMA_API_TESTS := tests/api/test_collections.py tests/api/test_documents.py tests/api/test_search.py
 
 $(BIN)/python:
 	@echo "==> creating the virtualenv $(VENV) ($(PY))"
@@ -36,6 +40,11 @@ serve: $(STAMP)
 # The CI command: lint, types and import contracts first (seconds), then the suite.
 test: $(DEVSTAMP) lint
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory test-chroma
+
+test-chroma: $(DEVSTAMP)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q \
+		--store=chroma,chroma-server $(CHROMA_API_TESTS)
 
 # The real-LLM tier (tests/llm, marker "llm"): llama.cpp's server with SmolLM2-135M, in a
 # venv of its own. The llama-cpp-python wheel is compiled once (10-20 min on 2 cores) into

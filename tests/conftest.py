@@ -1,10 +1,20 @@
-"""Shared fixtures: a real app on a temporary data directory, reached over HTTP."""
+"""Shared fixtures: a real app on a temporary data directory, reached over HTTP.
+
+``--store`` picks the store the app fixtures use (comma-separated: several run every
+test once per store): ``qdrant-edge`` (the default), ``chroma`` (in-process Chroma
+under the data directory) or ``chroma-server`` (a real ``chroma run`` started once for
+the session; each test gets a database of its own on it). For example::
+
+    pytest --store=chroma,chroma-server tests/api/test_collections.py
+"""
 
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -18,10 +28,58 @@ os.environ["RAGLINE_AUTH"] = "off"
 from ragline.api.app import create_app
 from ragline.settings import Settings
 
+STORES = ("qdrant-edge", "chroma", "chroma-server")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--store", default="qdrant-edge",
+                     help=f"store(s) of the app fixtures, comma-separated: {', '.join(STORES)}")
+
+
+def _stores(config: pytest.Config) -> list[str]:
+    stores = [s.strip() for s in str(config.getoption("--store")).split(",") if s.strip()]
+    unknown = set(stores) - set(STORES)
+    if unknown or not stores:
+        raise pytest.UsageError(f"--store: unknown {sorted(unknown)}; use {', '.join(STORES)}")
+    return stores
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    stores = _stores(metafunc.config)
+    if "store_kind" in metafunc.fixturenames and len(stores) > 1:
+        metafunc.parametrize("store_kind", stores)
+
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    return Settings(data_dir=tmp_path / "data", _env_file=None)  # type: ignore[call-arg]
+def store_kind(request: pytest.FixtureRequest) -> str:
+    return _stores(request.config)[0]
+
+
+@pytest.fixture(scope="session")
+def chroma_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    from ragline.testing.chroma_server import chroma_server
+
+    with chroma_server(tmp_path_factory.mktemp("chroma-server") / "db") as address:
+        yield address
+
+
+def store_settings(kind: str, request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The Settings fields that select ``kind`` as the store."""
+    if kind == "chroma":
+        pytest.importorskip("chromadb")
+        return {"store": "chroma"}
+    if kind == "chroma-server":
+        pytest.importorskip("chromadb")
+        host, port = request.getfixturevalue("chroma_address")
+        return {"store": "chroma", "store_options": {
+            "host": host, "port": port, "database": f"t{uuid.uuid4().hex[:16]}"}}
+    return {}
+
+
+@pytest.fixture
+def settings(tmp_path: Path, store_kind: str, request: pytest.FixtureRequest) -> Settings:
+    return Settings(data_dir=tmp_path / "data", _env_file=None,  # type: ignore[call-arg]
+                    **store_settings(store_kind, request))
 
 
 @pytest.fixture

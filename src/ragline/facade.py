@@ -54,6 +54,7 @@ from ragline.services.collections import MSG_NOT_EXIST, CollectionService
 from ragline.services.context import ContextService
 from ragline.services.documents import DocumentInput, DocumentService
 from ragline.services.embedders import EmbedderPool
+from ragline.services.indexing import IndexingService
 from ragline.services.ingest import IngestService
 from ragline.services.ingest_stats import IngestStats, Progress
 from ragline.services.ingestion import IngestionService, IngestOutcome, IngestSource
@@ -136,6 +137,7 @@ class Services:
     auth: AuthService
     backups: BackupService
     reranker: Any | None
+    indexing: IndexingService
     answers: AnswerServices
 
 
@@ -180,6 +182,8 @@ class Ragline(AnswersMixin):
         try:
             self._services = self._wire(catalog, store)
             self._recover(self._services)
+            if s.background_indexing:  # issue 18: index builds off the serving path
+                self._services.indexing.start()
         except BaseException:
             if self._services is not None:
                 self._services.retrieval.close()
@@ -217,6 +221,8 @@ class Ragline(AnswersMixin):
             operations=OperationsService(s.data_dir, store, collections, embedders, retrieval,
                                          self._reranker),
             reranker=reranker,
+            indexing=IndexingService(store, s.indexing_min_points, s.indexing_growth,
+                                     s.indexing_interval_s),
             answers=build_answers(s, catalog, collections, embedders, search, self._llm))
 
     def _reranker(self) -> Any | None:
@@ -239,6 +245,7 @@ class Ragline(AnswersMixin):
         if sv is None:
             return
         try:
+            sv.indexing.stop()  # an unfinished build is abandoned; its copy is removed
             sv.jobs.close()
             sv.retrieval.close()
             sv.store.close()

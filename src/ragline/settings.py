@@ -36,6 +36,16 @@ def _spec_frontmatter_defaults() -> dict[str, str | int | float | bool]:
     return {"proficiency_level": "A2", "hardware_tier": 1}
 
 
+def _per_core(per: int, least: int, most: int) -> int:
+    """A default that grows with the CPUs this process may use (2 cores: the values
+    measured as best there; more cores: the batches and threads to fill them)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cpus = os.cpu_count() or 2
+    return max(least, min(most, per * cpus))
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="RAGLINE_", env_file=".env", extra="ignore", env_file_encoding="utf-8"
@@ -59,6 +69,18 @@ class Settings(BaseSettings):
     filter_max_conditions: int = 256
     filter_max_in_values: int = 1024
 
+    # --- scale: indexes built in the background (issue 18; docs/storage.md) -------------
+    background_indexing: bool = Field(
+        True, description="Build HNSW/payload indexes of growing collections in the "
+        "background (a copy optimized in a subprocess, then swapped in).")
+    indexing_min_points: int = Field(
+        20_000, ge=1, description="A build starts once this many points are unindexed ...")
+    indexing_growth: float = Field(
+        0.05, ge=0.0, description="... and they are at least this fraction of the indexed "
+        "points (every build copies the whole shard).")
+    indexing_interval_s: float = Field(
+        5.0, gt=0, description="How often shards are checked for a due build.")
+
     # --- embeddings --------------------------------------------------------
     default_embedder: str = "local"
     default_embedding_model: str | None = None
@@ -80,10 +102,13 @@ class Settings(BaseSettings):
     search_max_wait_ms: float = Field(
         0.0, ge=0, description="How long a search waits for others to batch with; 0: none, "
         "batches form only while earlier ones run.")
-    search_workers: int = Field(2, ge=1, le=16, description="Store batches run at once.")
+    search_workers: int = Field(
+        default_factory=lambda: _per_core(1, 2, 16), ge=1, le=16,
+        description="Store batches run at once (default: one per core, at least 2).")
     embed_workers: int = Field(
-        2, ge=1, le=16, description="Micro-batches embedded at once (one core each: the local "
-        "model runs each batch single-threaded).")
+        default_factory=lambda: _per_core(1, 2, 16), ge=1, le=16,
+        description="Micro-batches embedded at once (one core each: the local model runs "
+        "each batch single-threaded; default: one per core, at least 2).")
     hybrid_fusion: Literal["rrf", "dbsf"] = Field(
         "dbsf", description="How hybrid search fuses dense and BM25 lists; dbsf measured "
         "best on SciFact's train split (BENCHMARKS.md).")
@@ -203,7 +228,9 @@ class Settings(BaseSettings):
 
     # --- server ------------------------------------------------------------
     worker_threads: int = Field(
-        4, ge=1, le=64, description="Threads for blocking work (store, models) per process.")
+        default_factory=lambda: _per_core(2, 4, 64), ge=1, le=64,
+        description="Threads for blocking work (store, models) per process (default: two "
+        "per core, at least 4).")
     host: str = "127.0.0.1"
     port: int = 8000
     log_level: str = "info"

@@ -2,6 +2,8 @@
 
 from fastapi.testclient import TestClient
 
+from ragline.providers.registry import registry
+from ragline.testing.fake_embedder import FakeEmbedder
 from tests.api.helpers import add, doc, make_collection
 
 
@@ -29,6 +31,8 @@ def test_spec_000_embedding_fields_never_embed_server_side(client: TestClient) -
 
 
 def test_embed_opts_in_and_is_validated(client: TestClient) -> None:
+    # registered here too: alone (as `make test-chroma` runs this file) nothing else has
+    registry.register("embedders", "fake", FakeEmbedder)
     r = client.post("/collections", json={"name": "e1", "embed": {"provider": "nope"}})
     assert r.status_code == 400
     assert "Unknown embedding provider 'nope'" in r.json()["detail"]

@@ -24,6 +24,7 @@ from ragline.services.validation import (
     check_dimension,
     check_metadata,
     check_vector,
+    check_vectors,
 )
 
 if TYPE_CHECKING:
@@ -81,9 +82,14 @@ class DocumentService:
             check_metadata(d.metadata, f"document at index {i}")
         vectors: list[np.ndarray | None] = [None] * len(docs)
         dim0: int | None = None
-        for i, d in enumerate(docs):
-            if d.embedding is None:
-                continue
+        given = [i for i, d in enumerate(docs) if d.embedding is not None]
+        fast = check_vectors([docs[i].embedding for i in given])
+        if fast is not None:  # all valid, one length: no per-number loop
+            for row, i in enumerate(given):
+                vectors[i] = fast[row]
+            given = []
+        for i in given:
+            d = docs[i]
             vec = check_vector(d.embedding, f"document at index {i}")
             if dim0 is None:
                 dim0 = len(vec)

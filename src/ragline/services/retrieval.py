@@ -132,6 +132,11 @@ class RetrievalService:
         if mode in ("sparse", "hybrid") and not text:
             raise InvalidInput(f"Mode '{mode}' needs a text 'query'")
         if mode in ("sparse", "hybrid") and not has_text and info.dimension:
+            if "hybrid" not in self.store.capabilities():
+                raise InvalidInput(
+                    f"Mode '{mode}' needs BM25 (capability 'hybrid'), which the "
+                    f"'{self.store.name}' store of collection '{info.name}' does not have; "
+                    "use mode 'dense'")
             raise InvalidInput(f"Collection '{info.name}' has no text index for mode '{mode}'")
         needs_embedding = mode in ("dense", "hybrid") and vector is None
         if needs_embedding and not can_embed:

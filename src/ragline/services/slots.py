@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 def build_store(settings: Settings) -> VectorStore:
     options = dict(settings.store_options)
     fields = registry.get("stores", settings.store).Config.model_fields
-    if "path" in fields:
+    if "path" in fields and not options.get("host"):  # a store given a server is not embedded
         options.setdefault("path", settings.shards_dir())
     store: VectorStore = registry.build("stores", settings.store, options)
     return store

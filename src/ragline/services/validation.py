@@ -88,6 +88,41 @@ def check_vector(raw: Any, where: str) -> np.ndarray:
     return vec.astype(np.float32)
 
 
+_NUMBER_TYPES = frozenset({float, int})
+
+
+def check_vectors(raws: list[Any]) -> np.ndarray | None:
+    """All embeddings of a request at once, as a float32 matrix; None when any of them
+    fails a check (or their lengths differ), so the caller runs :func:`check_vector`
+    document by document and raises the same message, for the same document, as ever.
+
+    The per-number Python loop of :func:`check_vector` cost ~0.3 ms per 384-d vector
+    (most of a bulk write); here the only per-document Python work is collecting the
+    element types in C (``set(map(type, raw))``: exactly ``float`` and ``int``, so
+    ``bool`` and numeric strings are refused as before), and the finiteness and
+    zero checks are two numpy reductions over the matrix.
+    """
+    if not raws:
+        return None
+    width = None
+    for raw in raws:
+        if type(raw) is not list or not raw:
+            return None
+        if width is None:
+            width = len(raw)
+        elif len(raw) != width:
+            return None
+        if not set(map(type, raw)) <= _NUMBER_TYPES:
+            return None
+    try:
+        mat = np.array(raws, dtype=np.float64)
+    except (ValueError, OverflowError):  # an int too large for a float: slow path says so
+        return None
+    if not np.isfinite(mat).all() or not mat.any(axis=1).all():
+        return None
+    return mat.astype(np.float32)
+
+
 def check_dimension(got: int, expected: int | None, where: str, collection: str) -> None:
     if expected is not None and got != expected:
         raise InvalidInput(

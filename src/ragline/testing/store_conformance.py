@@ -8,13 +8,19 @@ fixture that returns a fresh, empty store::
         def store(self, tmp_path): return MyStore(MyStore.Config(path=tmp_path))
 
 The filter property test compares the store with the reference evaluator in
-:mod:`ragline.core.filter_eval`, which defines the ``where`` semantics.
+:mod:`ragline.core.filter_eval`, which defines the ``where`` semantics. A store
+that supports only part of the ``where`` language sets ``FILTER_OPERATORS`` on its
+test class (the random filters then use only those; the others must be refused
+with ``InvalidInput`` naming them). Tests that need BM25 run only on stores whose
+``capabilities()`` include ``hybrid``; the others must refuse sparse and hybrid
+queries with ``InvalidInput``.
 """
 
 from __future__ import annotations
 
+import re
 import uuid
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
@@ -24,8 +30,9 @@ from hypothesis import strategies as st
 from ragline.core.filter_eval import matches
 from ragline.core.filters import Node, parse_where
 from ragline.core.types import Fusion, Record, ScoredRecord, SearchMode, StoreQuery
+from ragline.errors import InvalidInput
 from ragline.providers.stores.base import VectorStore
-from ragline.testing.strategies import filters, metadata
+from ragline.testing.strategies import ALL_OPERATORS, filter_strategy, metadata
 
 DIM = 8
 
@@ -61,6 +68,13 @@ def rec(i: int, meta: dict[str, Any] | None = None, tenant: str = "default") -> 
 
 class StoreConformance:
     """Behaviour every store must show; subclasses provide the ``store`` fixture."""
+
+    FILTER_OPERATORS: ClassVar[frozenset[str] | None] = None
+    """The ``where`` operators the store supports (None: all of them)."""
+
+    @staticmethod
+    def has_bm25(store: VectorStore) -> bool:
+        return "hybrid" in store.capabilities()
 
     @pytest.fixture
     def key(self, store: VectorStore) -> str:
@@ -120,21 +134,58 @@ class StoreConformance:
             StoreQuery("t1", SearchMode.DENSE, 5, vector=vec(3)),
             StoreQuery("t2", SearchMode.DENSE, 5, vector=vec(3)),  # another tenant, same batch
             StoreQuery("t1", SearchMode.DENSE, 30, vector=vec(7), where=where, score_threshold=0.2),
-            StoreQuery("t1", SearchMode.SPARSE, 5, text="beta"),
-            StoreQuery("t1", SearchMode.SPARSE, 5, text="   "),  # no words: nothing, not an error
-            StoreQuery("t1", SearchMode.HYBRID, 4, vector=vec(2), text="gamma", where=where),
-            StoreQuery("t1", SearchMode.HYBRID, 4, vector=vec(2), text="gamma", fusion=Fusion.DBSF),
+            StoreQuery("t1", SearchMode.DENSE, 5, vector=vec(4)),  # same shape as the first
         ]
+        if self.has_bm25(store):
+            queries += [
+                StoreQuery("t1", SearchMode.SPARSE, 5, text="beta"),
+                StoreQuery("t1", SearchMode.SPARSE, 5, text="   "),  # no words: nothing
+                StoreQuery("t1", SearchMode.HYBRID, 4, vector=vec(2), text="gamma", where=where),
+                StoreQuery("t1", SearchMode.HYBRID, 4, vector=vec(2), text="gamma",
+                           fusion=Fusion.DBSF),
+            ]
         singles = [store.query_batch(key, [sq])[0] for sq in queries]
         batch = store.query_batch(key, queries)
         assert [ranking(r) for r in batch] == [ranking(r) for r in singles]
-        assert sum(1 for _, i in ranking(batch[3]) if i) >= 2  # BM25 order really compared
         assert all(h.id != "doc-0" and h.id != "doc-5" for h in batch[0])  # t2's records
         assert {h.id for h in batch[1]} <= {f"doc-{i}" for i in range(0, 30, 5)}
-        assert all(h.score >= 0.2 for h in batch[2]) and batch[3] and not batch[4]
-        assert all("beta" in h.text for h in batch[3])
+        assert batch[2] and all(h.score >= 0.2 for h in batch[2])
+        assert batch[3][0].id == "doc-4"
+        if self.has_bm25(store):
+            assert sum(1 for _, i in ranking(batch[4]) if i) >= 2  # BM25 order really compared
+            assert batch[4] and not batch[5]
+            assert all("beta" in h.text for h in batch[4])
         assert store.query_batch(key, []) == []
         assert store.query_batch(uuid.uuid4().hex, queries[:2]) == [[], []]  # no such shard
+
+    def test_text_modes_need_the_hybrid_capability(self, store: VectorStore, key: str) -> None:
+        """A store without BM25 says so in capabilities() and refuses text modes clearly."""
+        if self.has_bm25(store):
+            pytest.skip("the store has BM25")
+        store.upsert(key, [rec(i) for i in range(3)])
+        assert not store.has_text_index(key)
+        for sq in (StoreQuery("default", SearchMode.SPARSE, 5, text="text"),
+                   StoreQuery("default", SearchMode.HYBRID, 5, vector=vec(1), text="text")):
+            with pytest.raises(InvalidInput, match=f"'{sq.mode.value}'.*hybrid"):
+                store.query_batch(key, [sq])
+
+    def test_unsupported_filter_operators_are_refused(
+        self, store: VectorStore, key: str
+    ) -> None:
+        unsupported = sorted(ALL_OPERATORS - (self.FILTER_OPERATORS or ALL_OPERATORS))
+        if not unsupported:
+            pytest.skip("the store supports every operator")
+        store.upsert(key, [rec(1, {"a": 1})])
+        for op in unsupported:
+            raw: dict[str, Any]
+            if op in ("$and", "$or"):
+                raw = {op: [{"a": 1}, {"a": 2}]}
+            elif op == "$not":
+                raw = {"$not": {"a": 1}}
+            else:
+                raw = {"a": {op: [1] if op in ("$in", "$nin") else 1}}
+            with pytest.raises(InvalidInput, match=re.escape(op)):
+                store.count(key, "default", parse_where(raw))
 
     def test_tenants_are_isolated(self, store: VectorStore, key: str) -> None:
         store.upsert(key, [rec(1, {"x": 1}, tenant="t1"), rec(1, {"x": 1}, tenant="t2"),
@@ -201,11 +252,12 @@ class StoreConformance:
     @settings(max_examples=40, deadline=None,
               suppress_health_check=[HealthCheck.function_scoped_fixture,
                                      HealthCheck.too_slow, HealthCheck.differing_executors])
-    @given(metas=st.lists(metadata(), min_size=1, max_size=25),
-           wheres=st.lists(filters, min_size=1, max_size=6))
+    @given(metas=st.lists(metadata(), min_size=1, max_size=25), data=st.data())
     def test_filters_match_reference_evaluator(
-        self, store: VectorStore, metas: list[dict[str, Any]], wheres: list[dict[str, Any]]
+        self, store: VectorStore, metas: list[dict[str, Any]], data: st.DataObject
     ) -> None:
+        wheres = data.draw(st.lists(filter_strategy(self.FILTER_OPERATORS), min_size=1,
+                                    max_size=6), label="wheres")
         k = uuid.uuid4().hex
         store.create_shard(k, DIM)
         try:

@@ -71,7 +71,7 @@ def test_runtime_settings_apply_to_new_and_existing_shards(tmp_path: Path) -> No
     from ragline.testing.store_conformance import rec, vec
 
     def persisted() -> dict:  # type: ignore[type-arg]
-        return json.loads((tmp_path / "k" / "edge_config.json").read_text())
+        return json.loads((tmp_path / "k" / "g1" / "edge_config.json").read_text())
 
     s = QdrantEdgeStore(QdrantEdgeConfig(path=tmp_path))  # defaults: 1 thread, cached
     s.create_shard("k", 8)

@@ -6,11 +6,13 @@ Design points, each from the engine bake-off (``research/engine-bakeoff.md``):
   validates everything before calling :meth:`upsert`, and a request's records
   go to Edge as one update operation (SIGKILL leaves it whole or absent).
 * ``optimize()`` holds the GIL for its whole run (measured: a Python thread got
-  0.05 % of its normal speed during a 10 s optimize), so it is never run on the
-  serving path; unindexed segments are searched exactly, which is fast at the
-  sizes one process serves. See ``docs/storage.md``.
-* Filtered HNSW loses recall silently on some filters, so a filtered search
-  first counts its matches and searches exactly when the count is small.
+  0.05 % of its normal speed during a 10 s optimize), so it is never run in the
+  serving process: :meth:`QdrantEdgeStore.build_index` optimizes a copy of the
+  shard in a subprocess and swaps it in (:mod:`.rebuild`, ``docs/storage.md``).
+* Keyword and integer payload indexes get per-value HNSW links, so filtered
+  HNSW keeps its recall; the search plan is chosen per query from the match
+  count (:func:`.queries.search_params`), and a filtered search that returns
+  fewer hits than match is redone exactly, never answered short.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import logging
 import os
 import shutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -36,11 +38,14 @@ from ragline.errors import ShardGone, StoreError
 from ragline.providers.base import Health, ProviderConfig
 from ragline.providers.stores.qdrant_common.fields import FieldKinds
 from ragline.providers.stores.qdrant_common.filters import bool_path, field_path, point_payload
+from ragline.providers.stores.qdrant_edge import generations
 from ragline.providers.stores.qdrant_edge.locks import RWLock
 from ragline.providers.stores.qdrant_edge.queries import (
+    EXACT,
     TEXT,
     VECTOR,
     build_request,
+    linked_fields_only,
     search_params,
 )
 from ragline.providers.stores.qdrant_edge.translate import tenant_filter
@@ -55,12 +60,16 @@ def _text_index() -> Any:
         stopwords=q.Language.English, stemmer=q.SnowballParams(q.SnowballLanguage.English),
         scoring=True, enable_hnsw=False,
     )
-_INDEX_PARAMS: dict[str, Any] = {
-    "keyword": lambda: q.KeywordIndexParams(enable_hnsw=False),
-    "integer": lambda: q.IntegerIndexParams(lookup=True, range=True, enable_hnsw=False),
-    "float": lambda: q.FloatIndexParams(enable_hnsw=False),
-    "bool": lambda: q.KeywordIndexParams(enable_hnsw=False),  # on the bools.* shadow
-}
+def _index_params(kind: str, links: bool) -> Any:
+    """Payload index parameters; ``links``: per-value HNSW links (keyword and integer
+    fields), which let filtered HNSW keep its recall at every selectivity."""
+    if kind == "keyword":
+        return q.KeywordIndexParams(enable_hnsw=links)
+    if kind == "integer":
+        return q.IntegerIndexParams(lookup=True, range=True, enable_hnsw=links)
+    if kind == "float":
+        return q.FloatIndexParams(enable_hnsw=False)
+    return q.KeywordIndexParams(enable_hnsw=False)  # bool, on the bools.* shadow
 
 
 def _index_path(field: str, kind: str) -> str:
@@ -69,8 +78,26 @@ def _index_path(field: str, kind: str) -> str:
 
 class QdrantEdgeConfig(ProviderConfig):
     path: Path = Field(description="Directory holding one sub-directory per shard.")
-    exact_search_max_matches: int = 25_000
-    hnsw_ef: int = 256
+    exact_search_max_matches: int = Field(
+        25_000, ge=0, description="Filtered searches matching at most this many points are "
+        "exact (brute force over the matches), the fastest correct plan for small sets.")
+    hnsw_ef: int = Field(256, ge=1, description="HNSW search breadth (ef).")
+    hnsw_m: int = Field(16, ge=4, description="HNSW graph degree (m), used at index builds.")
+    hnsw_ef_construct: int = Field(100, ge=4, description="HNSW build breadth.")
+    hnsw_full_scan_threshold_kb: int = Field(
+        10_000, ge=1, description="Edge searches a segment (or one filter value's points) by "
+        "full scan below this many KB of vectors; also the size from which a payload value "
+        "gets its own HNSW links.")
+    indexing_threshold_kb: int = Field(
+        10_000, ge=1, description="Segments with more KB of vectors than this get an HNSW "
+        "index at a build (Edge's optimizer indexing threshold; 10 MB = ~6,500 384-d "
+        "vectors); smaller ones are searched by full scan.")
+    filter_links: bool = Field(
+        True, description="Per-value HNSW links for keyword and integer metadata fields "
+        "(Qdrant's filter-aware HNSW). Costs index build time; without them filtered HNSW "
+        "loses recall and mid-selectivity filters fall back to ACORN.")
+    build_nice: int = Field(10, ge=0, le=19, description="Niceness of the background index "
+                            "build process, so serving keeps the cores it needs.")
     search_threads: int = Field(
         1, ge=1, le=64, description="Threads of each shard's search pool. 1 by default: under "
         "concurrent requests the requests already fill the cores, and measured on 2 cores "
@@ -83,14 +110,27 @@ class QdrantEdgeConfig(ProviderConfig):
 
 
 class _Shard:
-    def __init__(self, shard: Any, path: Path) -> None:
+    """One open generation of a shard. ``journal`` records every update while a
+    background build runs (replayed into the new generation); ``successor`` is set
+    when a build replaced this generation, so late callers move on to it."""
+
+    def __init__(self, shard: Any, path: Path, fields: FieldKinds) -> None:
         self.shard = shard
-        self.path = path
-        self.fields = FieldKinds(path / "ragline_fields.json")
+        self.path = path  # the generation's Edge directory
+        self.fields = fields
         self.lock = RWLock()
         self.write_lock = threading.Lock()
         self.closed = False
         self.has_text: bool | None = None  # read once: the text index is made with the shard
+        self.journal: list[Any] | None = None
+        self.successor: _Shard | None = None
+
+    def apply(self, op: Any, points: list[Any] | None = None) -> None:
+        """One update; the caller holds ``write_lock``. ``points``: the points of an
+        upsert, journaled as such so a replay can apply them in short slices."""
+        self.shard.update(op)
+        if self.journal is not None:
+            self.journal.append(points if points is not None else op)
 
 
 class QdrantEdgeStore:
@@ -107,6 +147,7 @@ class QdrantEdgeStore:
         self.root.mkdir(parents=True, exist_ok=True)
         self._shards: dict[str, _Shard] = {}
         self._open_lock = threading.Lock()
+        self.last_build: dict[str, float] = {}  # timings of the last background build
 
     # -- shard lifecycle --------------------------------------------------------
     def _dir(self, key: str) -> Path:
@@ -134,17 +175,24 @@ class QdrantEdgeStore:
                 return None
             try:
                 dim = int((path / "ragline_dim").read_text())
-                shard = q.EdgeShard.load(str(path), self._edge_config(dim))
+                generations.remove_stale(path)
+                data = generations.current(path)
+                shard = q.EdgeShard.load(str(data), self._edge_config(dim))
             except Exception as exc:
                 raise StoreError(f"cannot open shard {key}: {exc}") from exc
-            sh = self._shards[key] = _Shard(shard, path)
+            sh = self._shards[key] = _Shard(shard, data, FieldKinds(path / "ragline_fields.json"))
             return sh
 
     def _edge_config(self, dimension: int) -> Any:
         """The shard config for create and load (load rewrites the runtime settings,
         so changing them in ragline's settings applies to existing shards too)."""
+        c = self.config
         return q.EdgeConfig(
             vectors={VECTOR: q.EdgeVectorParams(size=dimension, distance=q.Distance.Cosine)},
+            hnsw_config=q.HnswIndexConfig(
+                m=c.hnsw_m, ef_construct=c.hnsw_ef_construct,
+                full_scan_threshold=c.hnsw_full_scan_threshold_kb),
+            optimizers=q.EdgeOptimizersConfig(indexing_threshold=c.indexing_threshold_kb),
             max_search_threads=self.config.search_threads,
             payload_memory=q.Memory.Cached if self.config.payload_memory == "cached"
             else q.Memory.Cold,
@@ -152,6 +200,40 @@ class QdrantEdgeStore:
 
     def _require(self, key: str) -> _Shard | None:
         return self._open(key)
+
+    @contextmanager
+    def _reading(self, key: str) -> Iterator[_Shard | None]:
+        """The live generation of ``key``, held for one read (None: no such shard).
+        A generation replaced by a build while we waited hands over to its successor;
+        a dropped shard is :class:`ShardGone`."""
+        for _ in range(8):
+            sh = self._open(key)
+            if sh is None:
+                yield None
+                return
+            with sh.lock.shared():
+                if not sh.closed:
+                    yield sh
+                    return
+                if sh.successor is None:
+                    raise ShardGone(
+                        "The collection was emptied or deleted while this request ran; "
+                        "retry it")
+        raise ShardGone("The collection changed repeatedly while this request ran; retry it")
+
+    @contextmanager
+    def _writing(self, key: str) -> Iterator[_Shard]:
+        """The live generation of ``key`` with its write lock: no write lands in a
+        generation that a build has just replaced."""
+        for _ in range(8):
+            with self._reading(key) as sh:
+                if sh is None:
+                    raise StoreError(f"shard {key} does not exist")
+                with sh.write_lock:
+                    if sh.successor is None:
+                        yield sh
+                        return
+        raise ShardGone("The collection changed repeatedly while this request ran; retry it")
 
     def create_shard(self, key: str, dimension: int) -> None:
         with self._open_lock:
@@ -164,27 +246,20 @@ class QdrantEdgeStore:
                 return
             if path.exists():  # leftover of a crash before the marker was written
                 shutil.rmtree(path)
-            shard = q.EdgeShard.create(str(path), self._edge_config(dimension))
+            path.mkdir(parents=True)
+            data = path / "g1"
+            shard = q.EdgeShard.create(str(data), self._edge_config(dimension))
             shard.update(q.UpdateOperation.create_field_index(
                 "tenant", q.KeywordIndexParams(is_tenant=True)))
             shard.update(q.UpdateOperation.create_field_index(
                 "doc_id", q.KeywordIndexParams(enable_hnsw=False)))
             shard.update(q.UpdateOperation.create_field_index(TEXT, _text_index()))
             shard.flush()
+            generations.point_to(path, "g1")
             tmp = path / "ragline_dim.tmp"
             tmp.write_text(str(dimension))
             tmp.replace(marker)  # the marker makes the shard visible, atomically
-            self._shards[key] = _Shard(shard, path)
-
-    @contextmanager
-    def _use(self, sh: _Shard) -> Iterator[None]:
-        """Hold a shard for one operation; a shard dropped meanwhile is an error, not a crash."""
-        with sh.lock.shared():
-            if sh.closed:
-                raise ShardGone(
-                    "The collection was emptied or deleted while this request ran; retry it"
-                )
-            yield
+            self._shards[key] = _Shard(shard, data, FieldKinds(path / "ragline_fields.json"))
 
     def drop_shard(self, key: str) -> None:
         path = self._dir(key)
@@ -245,47 +320,46 @@ class QdrantEdgeStore:
     def upsert(self, key: str, records: list[Record]) -> None:
         if not records:
             return
-        sh = self._require(key)
-        if sh is None:
+        if not self.has_shard(key):
             raise StoreError(f"shard {key} does not exist")
+        # one matrix for the whole batch: norms in one numpy call, rows handed to Edge
+        # as arrays (a tolist() per vector was a third of the write time)
+        mat = np.asarray([r.embedding for r in records], dtype=np.float32)
+        norms = np.linalg.norm(mat, axis=1).tolist()
         points = []
-        for r in records:
-            assert r.embedding is not None
-            vec = np.asarray(r.embedding, dtype=np.float32)
-            norm = float(np.linalg.norm(vec))
+        for r, vec, norm in zip(records, mat, norms, strict=True):
             payload = point_payload(r.id, r.text, r.tenant, r.metadata, norm)
-            points.append(q.Point(point_id(r.tenant, r.id), {VECTOR: vec.tolist()}, payload))
-        with self._use(sh), sh.write_lock:
+            points.append(q.Point(point_id(r.tenant, r.id), {VECTOR: vec}, payload))
+        links = self.config.filter_links
+        with self._writing(key) as sh:
             to_index, to_drop = sh.fields.observe([r.metadata for r in records])
             for f, kind in to_drop:
-                sh.shard.update(q.UpdateOperation.delete_field_index(_index_path(f, kind)))
-            sh.shard.update(q.UpdateOperation.upsert_points(points))
+                sh.apply(q.UpdateOperation.delete_field_index(_index_path(f, kind)))
+            sh.apply(q.UpdateOperation.upsert_points(points), points)
             for f, kind in to_index.items():
-                sh.shard.update(q.UpdateOperation.create_field_index(
-                    _index_path(f, kind), _INDEX_PARAMS[kind]()))
+                sh.apply(q.UpdateOperation.create_field_index(
+                    _index_path(f, kind), _index_params(kind, links)))
             if to_index or to_drop:
                 sh.fields.save()
 
     def delete_ids(self, key: str, tenant: str, ids: list[str]) -> int:
-        sh = self._require(key)
-        if sh is None or not ids:
+        if not ids or not self.has_shard(key):
             return 0
         pids = [point_id(tenant, i) for i in dict.fromkeys(ids)]
-        with self._use(sh), sh.write_lock:
+        with self._writing(key) as sh:
             found = sh.shard.retrieve(pids, False, False)
             if found:
-                sh.shard.update(q.UpdateOperation.delete_points([p.id for p in found]))
+                sh.apply(q.UpdateOperation.delete_points([p.id for p in found]))
             return len(found)
 
     def delete_where(self, key: str, tenant: str, where: Node | None) -> int:
-        sh = self._require(key)
-        if sh is None:
+        if not self.has_shard(key):
             return 0
         flt = tenant_filter(tenant, where)
-        with self._use(sh), sh.write_lock:
+        with self._writing(key) as sh:
             n = sh.shard.count(q.CountRequest(filter=flt, exact=True))
             if n:
-                sh.shard.update(q.UpdateOperation.delete_points_by_filter(flt))
+                sh.apply(q.UpdateOperation.delete_points_by_filter(flt))
             return int(n)
 
     # -- reads -------------------------------------------------------------------
@@ -302,28 +376,27 @@ class QdrantEdgeStore:
     def get(
         self, key: str, tenant: str, ids: list[str], with_vectors: bool = False
     ) -> list[Record]:
-        sh = self._require(key)
-        if sh is None or not ids:
+        if not ids:
             return []
-        with self._use(sh):
+        with self._reading(key) as sh:
+            if sh is None:
+                return []
             pts = sh.shard.retrieve([point_id(tenant, i) for i in ids], True, with_vectors)
         by_id = {r.id: r for r in (self._record(p, with_vectors) for p in pts)}
         return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
 
     def count(self, key: str, tenant: str, where: Node | None) -> int:
-        sh = self._require(key)
-        if sh is None:
-            return 0
-        with self._use(sh):
+        with self._reading(key) as sh:
+            if sh is None:
+                return 0
             return int(sh.shard.count(q.CountRequest(filter=tenant_filter(tenant, where),
                                                       exact=True)))
 
     def list_page(self, key: str, tenant: str, where: Node | None, limit: int, offset: int) -> Page:
-        sh = self._require(key)
-        if sh is None:
-            return Page([], 0)
         flt = tenant_filter(tenant, where)
-        with self._use(sh):
+        with self._reading(key) as sh:
+            if sh is None:
+                return Page([], 0)
             total = int(sh.shard.count(q.CountRequest(filter=flt, exact=True)))
             if limit <= 0 or offset >= total:
                 return Page([], total)
@@ -337,28 +410,51 @@ class QdrantEdgeStore:
                 offset=cursor, limit=limit, filter=flt, with_payload=True, with_vector=False))
         return Page([self._record(p) for p in pts], total)
 
+    def _linked(self, sh: _Shard, info: Any) -> frozenset[str]:
+        """Metadata fields whose payload index has per-value HNSW links."""
+        prefix = "metadata."
+        return frozenset(
+            path[len(prefix):] for path, pi in info.payload_schema.items()
+            if path.startswith(prefix) and getattr(pi.params, "enable_hnsw", False))
+
     def query_batch(self, key: str, queries: list[StoreQuery]) -> list[list[ScoredRecord]]:
-        """Several searches on one shard in one Edge call (``EdgeShard.query_batch``)."""
-        sh = self._require(key)
-        if sh is None:
-            return [[] for _ in queries]
+        """Several searches on one shard in one Edge call (``EdgeShard.query_batch``).
+
+        A filtered dense search on the graph that returns fewer hits than its filter
+        matches (and than it asked for) is run again exactly, so an index never
+        answers short silently.
+        """
         slots: list[int] = []
         reqs: list[Any] = []
-        with self._use(sh):
+        matches: list[int | None] = []
+        with self._reading(key) as sh:
+            if sh is None:
+                return [[] for _ in queries]
             info = sh.shard.info() if any(sq.mode != "sparse" for sq in queries) else None
+            linked = self._linked(sh, info) if info is not None else frozenset()
             for i, sq in enumerate(queries):
                 flt = tenant_filter(sq.tenant, sq.where)
-                params = None if info is None or sq.mode == "sparse" else search_params(
-                    sh.shard, info, flt, self.config.exact_search_max_matches,
-                    self.config.hnsw_ef)
+                params, n = None, None
+                if info is not None and sq.mode != "sparse":
+                    params, n = search_params(
+                        sh.shard, info, flt, self.config.exact_search_max_matches,
+                        self.config.hnsw_ef, linked_fields_only(sq.where, linked))
                 req = build_request(sq, flt, params)
                 if req is not None:
                     slots.append(i)
                     reqs.append(req)
+                    graph = params is not None and not params.exact
+                    matches.append(n if graph and sq.score_threshold is None else None)
             if len(reqs) == 1:
                 found = [sh.shard.query(reqs[0])]
             else:
                 found = sh.shard.query_batch(q.QueryBatchRequest(reqs)) if reqs else []
+            for j, (i, pts) in enumerate(zip(slots, found, strict=True)):
+                n = matches[j]
+                if n is not None and len(pts) < min(queries[i].limit, n):
+                    sq = queries[i]
+                    flt = tenant_filter(sq.tenant, sq.where)
+                    found[j] = sh.shard.query(build_request(sq, flt, EXACT))
         out: list[list[ScoredRecord]] = [[] for _ in queries]
         for i, pts in zip(slots, found, strict=True):
             out[i] = self._scored(pts, queries[i].with_vectors)
@@ -372,21 +468,20 @@ class QdrantEdgeStore:
         return out
 
     def has_text_index(self, key: str) -> bool:
-        sh = self._require(key)
-        if sh is None:
-            return False
-        if sh.has_text is None:  # every search asks; an Edge call per request is not free
-            sh.has_text = TEXT in sh.shard.info().payload_schema
-        return sh.has_text
+        with self._reading(key) as sh:
+            if sh is None:
+                return False
+            if sh.has_text is None:  # every search asks; an Edge call per request is not free
+                sh.has_text = TEXT in sh.shard.info().payload_schema
+            return sh.has_text
 
     def distinct(self, key: str, tenant: str, field: str) -> list[Scalar]:
-        sh = self._require(key)
-        if sh is None:
-            return []
         flt = tenant_filter(tenant, None)
         values: set[Any] = set()
         path = field_path(field)
-        with self._use(sh):
+        with self._reading(key) as sh:
+            if sh is None:
+                return []
             kind = sh.fields.indexed(field)
             if kind in ("keyword", "integer"):
                 resp = sh.shard.facet(q.FacetRequest(path, limit=1_000_000, exact=True,
@@ -417,11 +512,33 @@ class QdrantEdgeStore:
         return disk_usage(path)
 
     def optimize(self, key: str) -> bool:
-        sh = self._require(key)
-        if sh is None:
+        """Optimize in this process, holding the GIL throughout: for ``ragline optimize``
+        on a stopped server only; a running server uses :meth:`build_index`."""
+        if not self.has_shard(key):
             return False
-        with self._use(sh), sh.write_lock:
+        with self._writing(key) as sh:
             return bool(sh.shard.optimize())
+
+    # -- background index builds (see .rebuild) ----------------------------------------
+    def open_keys(self) -> list[str]:
+        """Shards open in this process (the ones being written and searched)."""
+        return list(self._shards)
+
+    def index_status(self, key: str) -> tuple[int, int]:
+        """(points, points in HNSW-indexed segments) of the shard; (0, 0) if it is gone."""
+        with self._reading(key) as sh:
+            if sh is None:
+                return 0, 0
+            info = sh.shard.info()
+            return int(info.points_count), int(info.indexed_vectors_count)
+
+    def build_index(self, key: str, should_stop: Callable[[], bool] | None = None) -> bool:
+        """Build HNSW and payload indexes on a copy in a subprocess and swap it in;
+        requests keep being served from the live generation meanwhile. False when
+        there was nothing to do or the shard went away."""
+        from ragline.providers.stores.qdrant_edge.rebuild import rebuild
+
+        return rebuild(self, key, should_stop or (lambda: False))
 
     @classmethod
     def connection_schema(cls) -> dict[str, Any]:

@@ -12,36 +12,64 @@ from typing import Any
 import numpy as np
 import qdrant_edge as q
 
+from ragline.core.filters import And, Eq, In, Node
 from ragline.core.types import StoreQuery
 
 VECTOR = "dense"
 TEXT = "text"
 
 
-def search_params(shard: Any, info: Any, flt: Any, bound: int, ef: int) -> Any:
-    """Search parameters that keep recall@10 >= 0.99 for every filter shape.
+def linked_fields_only(where: Node | None, linked: frozenset[str]) -> bool:
+    """True when ``where`` is one value of a field with per-value HNSW links (or an AND
+    of such), the shape whose graph walk keeps its recall (``linked`` holds metadata
+    field names). Not ``$in``/OR: measured at 100k, ``cat $in`` 3 values (15 %) walked
+    the graph at recall@10 0.698 — the union of several values' links is not connected
+    like one value's; nor ranges and negations, which no single value's links cover."""
+    if where is None:
+        return True
+    if isinstance(where, Eq):
+        return where.field in linked and not isinstance(where.value, bool)
+    if isinstance(where, In):
+        return len(where.values) == 1 and where.field in linked
+    if isinstance(where, And):
+        return all(linked_fields_only(c, linked) for c in where.children)
+    return False
 
-    Measured at 100k points (BENCHMARKS.md, issue 2): filtered HNSW without
-    per-value links collapses between Edge's full-scan threshold and ~40 %
-    selectivity, so small match sets are searched exactly, mid-sized ones with
-    ACORN, and broad ones with a wide ``ef``. The match count comes from Edge's
-    cheap estimate; it is made exact only near the exact-search bound (``bound``).
-    ``info`` is ``shard.info()``, read once per batch.
+
+def search_params(
+    shard: Any, info: Any, flt: Any, bound: int, ef: int, linked: bool
+) -> tuple[Any, int]:
+    """The plan for one dense search, and the number of points its filter matches.
+
+    Measured (BENCHMARKS.md, "Scale"): with per-value HNSW links for the filtered
+    fields (``linked``), filtered HNSW with the plain ``ef`` keeps recall@10 >= 0.99
+    at every selectivity, so it is used whatever the count; without them it
+    collapses between Edge's full-scan threshold and ~40 % selectivity (issue 2), so
+    small match sets are searched exactly, mid-sized ones with ACORN, broad ones
+    with a wide ``ef``. The match count comes from Edge's cheap estimate, made exact near the
+    exact-search ``bound``; ``info`` is ``shard.info()``, read once per batch.
     """
-    if info.indexed_vectors_count == 0:
-        return None  # nothing indexed: every segment is searched exhaustively anyway
     total = max(int(info.points_count), 1)
+    if info.indexed_vectors_count == 0:
+        return None, total  # nothing indexed: every segment is searched exhaustively
     n = int(shard.count(q.CountRequest(filter=flt, exact=False)))
     if n <= 2 * bound:
         n = int(shard.count(q.CountRequest(filter=flt, exact=True)))
-    if n >= total:
-        return q.SearchParams(hnsw_ef=ef)  # the filter keeps everything
+    if n >= total or linked:
+        # the filter keeps everything, or its fields have per-value links: Edge's own
+        # planner scans small match sets (below its full-scan threshold) and walks the
+        # graph above; measured at 30k (bench_filter_plans): 1.5k and 4.5k matches as
+        # fast as exact, 15k matches 10x faster than exact (1.2 vs 12.1 ms p50) at 0.997
+        return q.SearchParams(hnsw_ef=ef), n
     if n <= bound:
-        return q.SearchParams(exact=True)
+        return q.SearchParams(exact=True), n
     if n <= total // 2:
         return q.SearchParams(hnsw_ef=ef, acorn=q.AcornSearchParams(
-            enable=True, max_selectivity=0.5))
-    return q.SearchParams(hnsw_ef=max(ef, 512))
+            enable=True, max_selectivity=0.5)), n
+    return q.SearchParams(hnsw_ef=max(ef, 512)), n
+
+
+EXACT = q.SearchParams(exact=True)
 
 
 def build_request(sq: StoreQuery, flt: Any, params: Any) -> Any:

@@ -1,0 +1,415 @@
+"""The embedded store at scale, through the HTTP API of one running server (issue 18).
+
+Builds a collection of pre-computed 384-d vectors (clustered like real embeddings:
+1,000 centres) with metadata ``cat`` (20 values), ``tier`` (4) and a number, in
+batches of 1,000 through ``POST /collections/{name}/documents``, then, **without
+restarting the server or any offline step**:
+
+* bulk-write rate (documents/s), and the same writes against a baseline server
+  (``--baseline-src``: another checkout, e.g. main) in the same run;
+* dense search p50/p95 and recall@10 (against exact search computed here with
+  numpy) per filter shape, before the background index build and after it;
+* the longest request stall while the build runs: a probe thread sends a cheap
+  search every 20 ms and records each latency (and the same probe before it);
+* peak RSS of the server and of the build process, disk size, build time.
+
+Run::
+
+    python benchmarks/bench_scale.py --size 100000 --baseline-src /work/main
+    python benchmarks/bench_scale.py --size 1000000          # long: ~1.5 GB of vectors
+
+Results go to stdout as Markdown plus a JSON line (``--json-out`` to keep it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+try:
+    import orjson
+
+    def dumps(obj: Any) -> bytes:
+        return orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY)
+except ImportError:  # pragma: no cover
+    def dumps(obj: Any) -> bytes:
+        return json.dumps(obj, default=lambda a: a.tolist()).encode()
+
+DIM = 384
+BATCH = 1000
+SHAPES: dict[str, dict[str, Any] | None] = {
+    "unfiltered": None,
+    "cat = one value (5%)": {"cat": "c3"},
+    "cat $in 3 values (15%)": {"cat": {"$in": ["c1", "c2", "c7"]}},
+    "tier $lte 1 (50%)": {"tier": {"$lte": 1}},
+}
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# -- data ----------------------------------------------------------------------------
+class Data:
+    """Deterministic clustered vectors and metadata, generated batch by batch."""
+
+    def __init__(self, size: int, seed: int = 0) -> None:
+        rng = np.random.default_rng(seed)
+        self.size = size
+        self.centres = rng.normal(size=(1000, DIM)).astype(np.float32)
+        self.assign = rng.integers(0, 1000, size)
+        self.cat = rng.integers(0, 20, size)
+        self.tier = rng.integers(0, 4, size)
+        self.seed = seed
+
+    def vectors(self, lo: int, hi: int) -> np.ndarray:
+        """Rows [lo, hi); the noise is drawn per block of 1,000 so any range agrees."""
+        blocks = []
+        for b in range(lo // BATCH, (hi - 1) // BATCH + 1):
+            rng = np.random.default_rng((self.seed, b))
+            noise = rng.normal(size=(BATCH, DIM)).astype(np.float32) * 0.6
+            s, e = max(lo, b * BATCH), min(hi, (b + 1) * BATCH)
+            blocks.append(noise[s - b * BATCH:e - b * BATCH])
+        return self.centres[self.assign[lo:hi]] + np.concatenate(blocks)
+
+    def body(self, lo: int, hi: int) -> bytes:
+        v = self.vectors(lo, hi)
+        docs = [{"id": f"d{i}", "text": f"chunk {i}",
+                 "metadata": {"cat": f"c{self.cat[i]}", "tier": int(self.tier[i]),
+                              "score": float(i % 1000) / 10},
+                 "embedding": v[i - lo]} for i in range(lo, hi)]
+        return dumps({"documents": docs})
+
+    def mask(self, where: dict[str, Any] | None) -> np.ndarray:
+        if where is None:
+            return np.ones(self.size, bool)
+        if "tier" in where:
+            return self.tier <= 1
+        c = where["cat"]
+        vals = [c] if isinstance(c, str) else c["$in"]
+        return np.isin(self.cat, [int(x[1:]) for x in vals])
+
+
+# -- server --------------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    def __init__(self, src: Path, python: str, data_dir: Path, env: dict[str, str]) -> None:
+        self.port = free_port()
+        self.log = data_dir.parent / f"server-{self.port}.log"
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self._log_f = self.log.open("w")
+        self.proc = subprocess.Popen(
+            [python, "-m", "ragline.cli.main", "serve", "--port", str(self.port),
+             "--data-dir", str(data_dir), "--log-level", "info"],
+            stdout=self._log_f, stderr=subprocess.STDOUT, cwd=src,
+            env={**os.environ, "PYTHONPATH": str(src / "src"), **env})
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(self.log.read_text()[-2000:])
+            try:
+                if self.request("GET", "/health")[0] == 200:
+                    return
+            except OSError:
+                time.sleep(0.2)
+        raise TimeoutError(self.log.read_text()[-2000:])
+
+    def request(self, method: str, path: str, body: bytes | None = None,
+                conn: http.client.HTTPConnection | None = None) -> tuple[int, bytes]:
+        c = conn or http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
+        c.request(method, path, body=body, headers={"content-type": "application/json"})
+        r = c.getresponse()
+        out = r.status, r.read()
+        if conn is None:
+            c.close()
+        return out
+
+    def rss_peak_mb(self) -> float:
+        return _vm_hwm(self.proc.pid)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._log_f.close()
+
+
+def _vm_hwm(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _build_pids() -> list[int]:
+    out = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                if b"qdrant_edge.rebuild" in (p / "cmdline").read_bytes():
+                    out.append(int(p.name))
+            except OSError:
+                pass
+    return out
+
+
+# -- phases --------------------------------------------------------------------------
+def write(srv: Server, data: Data, lo: int, hi: int, conns: int = 2) -> float:
+    """Documents/s for [lo, hi) in batches of 1,000 over ``conns`` connections; bodies
+    are serialised ahead (by a producer thread) so the client costs little."""
+    starts = list(range(lo, hi, BATCH))
+    bodies: dict[int, bytes] = {}
+    ready = threading.Condition()
+
+    def produce() -> None:
+        for s in starts:
+            b = data.body(s, min(s + BATCH, hi))
+            with ready:
+                while len(bodies) >= 2 * conns:
+                    ready.wait()
+                bodies[s] = b
+                ready.notify_all()
+
+    def take(s: int) -> bytes:
+        with ready:
+            while s not in bodies:
+                ready.wait()
+            b = bodies.pop(s)
+            ready.notify_all()
+            return b
+
+    threading.Thread(target=produce, daemon=True).start()
+    local = threading.local()
+    posted = [0.0]
+
+    def post(s: int) -> None:
+        body = take(s)
+        if not hasattr(local, "c"):
+            local.c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=600)
+        t = time.perf_counter()
+        status, resp = srv.request("POST", "/collections/scale/documents", body, local.c)
+        posted[0] += time.perf_counter() - t
+        if status != 200:
+            raise RuntimeError(resp[:500])
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(conns) as ex:
+        list(ex.map(post, starts))
+    return (hi - lo) / (time.perf_counter() - t0)
+
+
+def search_shapes(srv: Server, data: Data, queries: np.ndarray, exact: dict[str, list[set[str]]],
+                  ) -> dict[str, dict[str, float]]:
+    conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=600)
+    out = {}
+    for name, where in SHAPES.items():
+        lat, rec = [], []
+        for qi, qv in enumerate(queries):
+            body = dumps({"embedding": qv, "where": where, "limit": 10})
+            t = time.perf_counter()
+            status, resp = srv.request("POST", "/collections/scale/search", body, conn)
+            lat.append((time.perf_counter() - t) * 1000)
+            if status != 200:
+                raise RuntimeError(resp[:500])
+            got = {r["id"] for r in json.loads(resp)["results"]}
+            rec.append(len(got & exact[name][qi]) / max(len(exact[name][qi]), 1))
+        lat.sort()
+        out[name] = {"p50": statistics.median(lat), "p95": lat[int(0.95 * len(lat)) - 1],
+                     "recall": float(np.mean(rec))}
+    return out
+
+
+def exact_top(data: Data, queries: np.ndarray) -> dict[str, list[set[str]]]:
+    unit_q = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+    scores = np.zeros((len(queries), data.size), np.float32)
+    for lo in range(0, data.size, 100_000):
+        hi = min(lo + 100_000, data.size)
+        v = data.vectors(lo, hi)
+        v /= np.linalg.norm(v, axis=1, keepdims=True)
+        scores[:, lo:hi] = unit_q @ v.T
+    out = {}
+    for name, where in SHAPES.items():
+        s = np.where(data.mask(where)[None, :], scores, -np.inf)
+        top = np.argpartition(-s, 10, axis=1)[:, :10]
+        out[name] = [{f"d{i}" for i in row} for row in top]
+    return out
+
+
+class Probe:
+    """A cheap filtered search every 20 ms; records (time, latency ms)."""
+
+    def __init__(self, srv: Server, qv: np.ndarray) -> None:
+        self.srv = srv
+        self.body = dumps({"embedding": qv, "where": {"cat": "c3"}, "limit": 3})
+        self.samples: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+
+    def _run(self) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", self.srv.port, timeout=600)
+        while not self._stop.is_set():
+            t = time.perf_counter()
+            self.srv.request("POST", "/collections/scale/search", self.body, conn)
+            self.samples.append((time.monotonic(), (time.perf_counter() - t) * 1000))
+            self._stop.wait(0.02)
+
+    def stop(self) -> list[tuple[float, float]]:
+        self._stop.set()
+        self._t.join()
+        return self.samples
+
+
+def generations(data_dir: Path) -> int:
+    """Generation directories of the (one) shard: 2 while a build runs."""
+    return len([p for p in (data_dir / "collections").glob("*/g*") if p.is_dir()])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--size", type=int, default=100_000)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--baseline-src", type=Path, help="checkout to compare write rates with")
+    ap.add_argument("--baseline-python", default=None)
+    ap.add_argument("--baseline-docs", type=int, default=20_000)
+    ap.add_argument("--work-dir", type=Path, default=None)
+    ap.add_argument("--build-timeout", type=float, default=3600)
+    ap.add_argument("--json-out", type=Path)
+    ap.add_argument("--env", action="append", default=[],
+                    help="KEY=VALUE for the measured server (e.g. RAGLINE_INDEXING_MIN_POINTS)")
+    args = ap.parse_args()
+    work = args.work_dir or Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    data = Data(args.size)
+    rng = np.random.default_rng(99)
+    queries = data.centres[rng.integers(0, 1000, args.queries)] + rng.normal(
+        size=(args.queries, DIM)).astype(np.float32) * 0.6
+    result: dict[str, Any] = {"size": args.size, "cpus": os.cpu_count(),
+                              "load_before": os.getloadavg()[0]}
+    env = {"RAGLINE_MAX_DOCUMENTS_PER_REQUEST": "1000", "RAGLINE_AUTH": "off"}
+
+    if args.baseline_src:  # the same writes, the same data, a server from another checkout
+        py = args.baseline_python or str(args.baseline_src / ".venv/bin/python")
+        srv = Server(args.baseline_src, py, work / "baseline", env)
+        try:
+            srv.request("POST", "/collections", dumps({"name": "scale"}))
+            write(srv, data, 0, 2000)
+            result["baseline_docs_per_s"] = write(srv, data, 2000, 2000 + args.baseline_docs)
+        finally:
+            srv.stop()
+            shutil.rmtree(work / "baseline", ignore_errors=True)
+
+    data_dir = work / "data"
+    srv = Server(ROOT, sys.executable, data_dir,
+                 {**env, "RAGLINE_INDEXING_INTERVAL_S": "1",
+                  **dict(e.split("=", 1) for e in args.env)})
+    try:
+        srv.request("POST", "/collections", dumps({"name": "scale"}))
+        t0 = time.perf_counter()
+        result["docs_per_s"] = write(srv, data, 0, args.size)
+        result["write_s"] = time.perf_counter() - t0
+        print(f"wrote {args.size} docs at {result['docs_per_s']:.0f}/s", file=sys.stderr)
+        exact = exact_top(data, queries)
+        # what a growing collection is served with: right after the writes, while the
+        # background builds catch up (no probe yet: it would time these searches too)
+        result["before_build"] = search_shapes(
+            srv, data, queries[:50], {k: v[:50] for k, v in exact.items()})
+        probe = Probe(srv, queries[0])
+        build_start = time.monotonic()
+        build_rss, settled_since = 0.0, None
+        deadline = time.monotonic() + args.build_timeout
+        while time.monotonic() < deadline:  # settled: one generation, no build, for 10 s
+            pids = _build_pids()
+            for pid in pids:
+                build_rss = max(build_rss, _vm_hwm(pid))
+            if generations(data_dir) == 1 and not pids:
+                settled_since = settled_since or time.monotonic()
+                if time.monotonic() - settled_since >= 10:
+                    break
+            else:
+                settled_since = None
+            time.sleep(0.25)
+        build_end = settled_since or time.monotonic()
+        samples = probe.stop()
+        during = [ms for t, ms in samples if t <= build_end]
+        result["builds"] = [json.loads(x.split("index build of ", 1)[1].split(": ", 1)[1]
+                                       .replace("'", '"'))
+                            for x in srv.log.read_text().splitlines() if "index build of" in x]
+        result["build_s"] = build_end - build_start
+        result["probe_during_build"] = {
+            "n": len(during), "max_ms": max(during, default=0.0),
+            "p50_ms": statistics.median(during) if during else 0.0,
+            "p99_ms": sorted(during)[int(0.99 * len(during)) - 1] if during else 0.0}
+        result["build_rss_mb"] = build_rss
+        result["after_build"] = search_shapes(srv, data, queries, exact)
+        probe = Probe(srv, queries[0])
+        time.sleep(5)
+        idle = [ms for _, ms in probe.stop()]
+        result["probe_idle"] = {"n": len(idle), "max_ms": max(idle), "p50_ms":
+                                statistics.median(idle)}
+        result["server_rss_peak_mb"] = srv.rss_peak_mb()
+        result["disk_mb"] = sum(f.stat().st_blocks * 512 for f in data_dir.rglob("*")
+                                if f.is_file()) / 2**20
+    finally:
+        srv.stop()
+        if args.work_dir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    result["load_after"] = os.getloadavg()[0]
+    report(result)
+    if args.json_out:
+        args.json_out.write_text(json.dumps(result, indent=1))
+
+
+def report(r: dict[str, Any]) -> None:
+    print(f"\n### {r['size']:,} documents ({r['cpus']} CPUs, load {r['load_before']:.1f} → "
+          f"{r['load_after']:.1f})\n")
+    base = r.get("baseline_docs_per_s")
+    rate = f"{r['docs_per_s']:,.0f} docs/s"
+    if base:
+        rate += f" (baseline {base:,.0f}, x{r['docs_per_s'] / base:.2f})"
+    print(f"* bulk writes: {rate}; {r['write_s']:.0f} s")
+    for b in r.get("builds", []):
+        print(f"  * build: copy {b['copy_s']:.1f} s, subprocess {b['build_s']:.1f} s, load "
+              f"{b['load_s'] * 1000:.0f} ms (GIL held), {b['replayed']} journal entries, "
+              f"{b['total_s']:.1f} s in all")
+    print(f"* background builds settled {r['build_s']:.0f} s after the writes; build "
+          "process peak RSS "
+          f"{r['build_rss_mb']:.0f} MB; server peak RSS {r['server_rss_peak_mb']:.0f} MB; "
+          f"disk {r['disk_mb']:.0f} MB")
+    pb, pi = r["probe_during_build"], r["probe_idle"]
+    print(f"* probe search every 20 ms: during the build max {pb['max_ms']:.1f} ms, p99 "
+          f"{pb['p99_ms']:.1f}, p50 {pb['p50_ms']:.1f} (n={pb['n']}); idle max "
+          f"{pi['max_ms']:.1f}, p50 {pi['p50_ms']:.1f}")
+    print("\n| filter | before build p50 / p95 ms | recall@10 | after build p50 / p95 ms "
+          "| recall@10 |\n|---|---:|---:|---:|---:|")
+    for name in SHAPES:
+        b, a = r["before_build"][name], r["after_build"][name]
+        print(f"| {name} | {b['p50']:.1f} / {b['p95']:.1f} | {b['recall']:.3f} | "
+              f"{a['p50']:.1f} / {a['p95']:.1f} | {a['recall']:.3f} |")
+    print("\n" + json.dumps(r))
+
+
+if __name__ == "__main__":
+    main()

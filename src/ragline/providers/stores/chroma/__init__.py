@@ -1,0 +1,1 @@
+"""ChromaDB as a ragline store (in-process or a Chroma server); needs ``ragline[chroma]``."""

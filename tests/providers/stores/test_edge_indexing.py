@@ -1,0 +1,274 @@
+"""Background index builds and filter-aware HNSW on Qdrant Edge (issue 18).
+
+The collections are small, so the size-dependent parameters are scaled with
+them: Edge's full-scan threshold (KB of vectors) and the exact-search bound are
+set to the same fraction of the collection as the production defaults are of a
+1M-point one; m, ef_construct, ef and the plan are the production ones.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragline.core.filters import Eq, In, Node, Range
+from ragline.core.types import Metadata, Record, SearchMode, StoreQuery
+from ragline.providers.stores.qdrant_edge.provider import QdrantEdgeConfig, QdrantEdgeStore
+
+DIM = 32
+N = 4000
+CATS = 20
+
+
+def _data(n: int, seed: int = 0) -> tuple[np.ndarray, list[Metadata]]:
+    """Clustered vectors (like real embeddings) and metadata: cat (20 values), tier (4)."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(50, DIM)).astype(np.float32)
+    vecs = centres[rng.integers(0, 50, n)] + 0.35 * rng.normal(size=(n, DIM)).astype(np.float32)
+    metas: list[Metadata] = [{"cat": f"c{int(c)}", "tier": int(t)}
+             for c, t in zip(rng.integers(0, CATS, n), rng.integers(0, 4, n), strict=True)]
+    return vecs.astype(np.float32), metas
+
+
+def _store(path: Path, **over: object) -> QdrantEdgeStore:
+    cfg = {"path": path, "exact_search_max_matches": N // 40,  # 25k at 1M
+           "hnsw_full_scan_threshold_kb": 2,
+           "indexing_threshold_kb": 20, **over}
+    return QdrantEdgeStore(QdrantEdgeConfig(**cfg))  # type: ignore[arg-type]
+
+
+def _fill(store: QdrantEdgeStore, vecs: np.ndarray, metas: list[Metadata],
+          start: int = 0) -> None:
+    for lo in range(0, len(vecs), 1000):
+        store.upsert("k", [Record(f"d{start + i}", "t", metas[i], vecs[i])
+                           for i in range(lo, min(lo + 1000, len(vecs)))])
+
+
+SHAPES: dict[str, Node | None] = {
+    "unfiltered": None,
+    "cat = one value (5%)": Eq("cat", "c3"),
+    "cat $in 3 values (15%)": In("cat", ("c1", "c2", "c7")),
+    "tier $lte 1 (50%)": Range("tier", "$lte", 1),
+}
+
+
+def _matches(meta: Metadata, where: Node | None) -> bool:
+    from ragline.core.filter_eval import matches
+
+    return where is None or matches(where, meta)
+
+
+def _exact_top(vecs: np.ndarray, metas: list[Metadata], qv: np.ndarray,
+               where: Node | None, k: int = 10) -> list[str]:
+    unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+    scores = unit @ (qv / np.linalg.norm(qv))
+    ok = np.array([_matches(m, where) for m in metas])
+    scores[~ok] = -np.inf
+    top = np.argsort(-scores)[:k]
+    return [f"d{i}" for i in top if np.isfinite(scores[i])]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    path = tmp_path_factory.mktemp("edge-index")
+    store = _store(path)
+    store.create_shard("k", DIM)
+    vecs, metas = _data(N)
+    _fill(store, vecs, metas)
+    assert store.index_status("k") == (N, 0)
+    assert store.build_index("k") is True
+    yield store, vecs, metas
+    store.close()
+
+
+def test_build_indexes_everything_and_links_the_filter_fields(built) -> None:  # type: ignore[no-untyped-def]
+    store, _, _ = built
+    points, indexed = store.index_status("k")
+    assert points == N and indexed == N
+    sh = store._shards["k"]
+    info = sh.shard.info()
+    assert store._linked(sh, info) == {"cat", "tier"}
+    assert sh.path.name == "g2"  # the build's generation is the live one
+    assert not (sh.path.parent / "g1").exists()
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_recall_per_filter_shape_after_a_build(built, shape: str) -> None:  # type: ignore[no-untyped-def]
+    store, vecs, metas = built
+    where = SHAPES[shape]
+    rng = np.random.default_rng(7)
+    found = total = 0
+    for qi in range(40):
+        qv = vecs[rng.integers(0, N)] + 0.2 * rng.normal(size=DIM).astype(np.float32)
+        truth = _exact_top(vecs, metas, qv, where)
+        hits = store.query_batch("k", [StoreQuery("default", SearchMode.DENSE, 10, vector=qv,
+                                                  where=where)])[0]
+        if qi == 0 and where is not None:  # the graph is really used, not exact search
+            from ragline.providers.stores.qdrant_edge.queries import (
+                linked_fields_only,
+                search_params,
+            )
+            from ragline.providers.stores.qdrant_edge.translate import tenant_filter
+
+            sh = store._shards["k"]
+            info = sh.shard.info()
+            params, _ = search_params(sh.shard, info, tenant_filter("default", where),
+                                      store.config.exact_search_max_matches,
+                                      store.config.hnsw_ef,
+                                      linked_fields_only(where, store._linked(sh, info)))
+            assert params is not None and not params.exact
+        assert len(hits) == len(truth)  # never short
+        assert all(_matches(h.metadata, where) for h in hits)
+        found += len({h.id for h in hits} & set(truth))
+        total += len(truth)
+    assert found / total >= 0.99, f"{shape}: recall {found / total:.3f}"
+
+
+def test_only_single_values_of_linked_fields_walk_the_graph_unguarded() -> None:
+    from ragline.core.filters import And
+    from ragline.providers.stores.qdrant_edge.queries import linked_fields_only
+
+    linked = frozenset({"cat", "tier"})
+    assert linked_fields_only(Eq("cat", "c1"), linked)
+    assert linked_fields_only(And((Eq("cat", "c1"), Eq("tier", 2))), linked)
+    assert not linked_fields_only(In("cat", ("c1", "c2")), linked)  # 0.698 at 100k
+    assert not linked_fields_only(Range("tier", "$lte", 1), linked)
+    assert not linked_fields_only(Eq("other", "x"), linked)
+
+
+def test_short_graph_answers_are_redone_exactly(tmp_path: Path) -> None:
+    """A filter matching fewer points than asked for still returns all of them."""
+    store = _store(tmp_path, exact_search_max_matches=0)
+    store.create_shard("k", DIM)
+    vecs, metas = _data(N, seed=3)
+    metas[5]["rare"] = "yes"
+    metas[17]["rare"] = "yes"
+    _fill(store, vecs, metas)
+    store.build_index("k")
+    hits = store.query_batch("k", [StoreQuery("default", SearchMode.DENSE, 10, vector=vecs[0],
+                                              where=Eq("rare", "yes"))])[0]
+    assert sorted(h.id for h in hits) == ["d17", "d5"]
+    store.close()
+
+
+def test_searches_and_writes_during_a_build_stay_correct(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.create_shard("k", DIM)
+    vecs, metas = _data(N + 1500, seed=1)
+    _fill(store, vecs[:N], metas[:N])
+    errors: list[str] = []
+    written = [N]
+    done = threading.Event()
+
+    def writer() -> None:
+        while not done.is_set() and written[0] < N + 1500:
+            lo = written[0]
+            _fill(store, vecs[lo:lo + 100], metas[lo:lo + 100], start=lo)
+            written[0] = lo + 100
+
+    def searcher() -> None:
+        rng = np.random.default_rng(2)
+        while not done.is_set():
+            where = list(SHAPES.values())[int(rng.integers(0, len(SHAPES)))]
+            qi = int(rng.integers(0, N))
+            known = written[0]
+            hits = store.query_batch("k", [StoreQuery("default", SearchMode.DENSE, 10,
+                                                      vector=vecs[qi], where=where)])[0]
+            truth = _exact_top(vecs[:known], metas[:known], vecs[qi], where)
+            if truth and truth[0] not in {h.id for h in hits}:
+                errors.append(f"nearest {truth[0]} missing for {where}")
+            if len(hits) < len(truth):
+                errors.append(f"short answer for {where}: {len(hits)}")
+            if not all(_matches(h.metadata, where) for h in hits):
+                errors.append(f"hit outside filter {where}")
+
+    threads = [threading.Thread(target=writer), threading.Thread(target=searcher)]
+    for t in threads:
+        t.start()
+    try:
+        assert store.build_index("k") is True
+    finally:
+        done.set()
+        for t in threads:
+            t.join()
+    assert errors == []
+    n = written[0]
+    assert store.count("k", "default", None) == n
+    ids = [f"d{i}" for i in range(n)]
+    assert len(store.get("k", "default", ids)) == n  # every acknowledged write survived
+    store.close()
+    reopened = _store(tmp_path)
+    assert reopened.count("k", "default", None) == n
+    assert sorted(p.name for p in (tmp_path / "k").iterdir() if p.is_dir()) == ["g2"]
+    reopened.close()
+
+
+_CHILD = r"""
+import sys, threading
+from pathlib import Path
+sys.path.insert(0, sys.argv[3])
+from test_edge_indexing import _data, _fill, _store, DIM
+store = _store(Path(sys.argv[1]))
+start = int(sys.argv[2])
+if not store.has_shard("k"):
+    store.create_shard("k", DIM)
+vecs, metas = _data(start + 4000, seed=5)
+
+def builds():
+    while True:
+        store.build_index("k")
+
+threading.Thread(target=builds, daemon=True).start()
+print("ready", flush=True)
+i = start
+while i < start + 4000:
+    _fill(store, vecs[i:i + 50], metas[i:i + 50], start=i)
+    i += 50
+    print("ack", i, flush=True)
+threading.Event().wait()
+"""
+
+
+@pytest.mark.slow
+def test_sigkill_during_background_builds_loses_no_acknowledged_write(tmp_path: Path) -> None:
+    import random
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    here = str(Path(__file__).parent)
+    rng = random.Random(18)
+    acked = builds = 0
+    for trial in range(4):
+        proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(tmp_path), str(acked), here],
+                                stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+        deadline = time.monotonic() + rng.uniform(1.0, 8.0)
+        lines: list[str] = []
+        reader = threading.Thread(target=lines.extend,
+                                  args=(iter(proc.stdout.readline, ""),))
+        reader.start()
+        while time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        reader.join()
+        time.sleep(0.5)  # its build processes (cp, optimize) get SIGKILL via PDEATHSIG
+        acks = [int(x.split()[1]) for x in lines if x.startswith("ack")]
+        acked = max(acks, default=acked)
+        builds += sum(1 for p in (tmp_path / "k").iterdir() if p.name.startswith("g"))
+        store = _store(tmp_path)  # readable, with every acknowledged write
+        ids = [f"d{i}" for i in range(acked)]
+        assert len(store.get("k", "default", ids)) == acked, f"trial {trial}"
+        first = store.get("k", "default", ["d0"], with_vectors=True)[0]
+        hits = store.query_batch("k", [StoreQuery("default", SearchMode.DENSE, 3,
+                                                  vector=first.embedding)])[0]
+        assert hits and hits[0].id == "d0"
+        live = [p.name for p in (tmp_path / "k").iterdir() if p.is_dir()]
+        assert len(live) == 1, live  # unfinished or replaced generations are gone
+        store.close()
