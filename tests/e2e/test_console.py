@@ -133,8 +133,9 @@ def test_each_page_loads_without_console_errors(console: Console) -> None:
     for name in ("search", "ingest", "providers", "collections"):
         console.open(name)
         console.shot(f"page-{name}")
-    # no /api/chat on this server: the chat page is not offered
-    assert not console.page.is_visible("#nav-chat")
+    # /api/chat is part of the API (docs/answers.md): the chat page is offered; with no chat
+    # model configured it reports the 503 (tests/e2e/test_console_chat.py covers a model)
+    assert console.page.is_visible("#nav-chat")
     assert console.page.is_visible("#page-collections")
     console.open("providers")
     assert "qdrant-edge" in console.page.inner_text("#providers")

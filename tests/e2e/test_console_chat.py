@@ -1,54 +1,45 @@
 """The chat page appears when the server has ``POST /api/chat`` and renders a streamed answer.
 
-The chat endpoint is built elsewhere; this server adds a scripted one (same
-app otherwise, real uvicorn) so the console's feature detection and its
-event-stream reader are tested on their own.
+The server is the real app (real uvicorn) with ragline's own ``/api/chat``; the chat
+model is the scripted test model, so the console's feature detection and its
+event-stream reader are tested on ragline's real SSE events (``token`` then ``done``).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi.responses import StreamingResponse
-from pydantic import BaseModel
 
 from ragline.api.app import create_app
-from ragline.settings import Settings
+from ragline.facade import DocumentInput, Ragline
+from ragline.testing.scripted_llm import ScriptedChatModel
 from ragline.testing.server import serve_in_thread
 from tests.e2e.browser import chromium_path, playwright_or_skip
 from tests.e2e.test_console import Console
+from tests.ingestion_support import fake_settings
 
 pytestmark = pytest.mark.slow
 
 
-class ChatBody(BaseModel):
-    message: str
-
-
 @pytest.fixture
 def chat_url(tmp_path: Path) -> Iterator[str]:
-    app = create_app(Settings(data_dir=tmp_path / "data", _env_file=None))  # type: ignore[call-arg]
-    asked: list[str] = []
-
-    @app.post("/api/chat")
-    async def chat(body: ChatBody) -> StreamingResponse:
-        asked.append(body.message)
-
-        async def events() -> AsyncIterator[str]:
-            for part in ({"delta": "Robots sense "}, {"delta": "with lidar."},
-                         {"sources": [{"title": "Lesson 1.1: How Robots Sense"}], "path": "rag"}):
-                yield f"data: {json.dumps(part)}\n\n"
-            yield "data: [DONE]\n\n"
-
-        return StreamingResponse(events(), media_type="text/event-stream")
-
-    with serve_in_thread(app) as url:
+    # threshold 0: this test is about the console, not about which documents pass it
+    settings = fake_settings(tmp_path, default_collection="book", rag_relevance_threshold=0.0)
+    llm = ScriptedChatModel(replies=['{"tool_name": "none"}'],
+                            default="Robots sense with lidar.")
+    rl = Ragline(settings, llm=llm).start()
+    rl.create_collection(rl.owner(), "book", embed={"provider": "fake"})
+    rl.add_documents(rl.owner(), "book", [DocumentInput(
+        "How do robots sense? With lidar, cameras and touch sensors.",
+        {"title": "Lesson 1.1: How Robots Sense"}, None, "l1")])
+    with serve_in_thread(create_app(ragline=rl)) as url:
         yield url
-    assert asked == ["How do robots sense?"]
+    rl.close()
+    asked = [c.prompt for c in llm.calls]
+    assert asked and all("How do robots sense?" in p for p in asked)
 
 
 @pytest.fixture

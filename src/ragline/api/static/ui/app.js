@@ -748,7 +748,7 @@ async function readStream(resp, out, extra) {
 
 function showChatPart(p, out, extra) {
   if (typeof p === "string") { out.textContent += p; return; }
-  const delta = p.delta ?? p.token ?? p.content;
+  const delta = p.delta ?? p.token ?? p.content ?? p.text;  // ragline's token events: {text}
   if (typeof delta === "string") out.textContent += delta;
   const full = p.answer ?? p.response;
   if (typeof full === "string") out.textContent = full;
