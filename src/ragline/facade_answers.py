@@ -64,7 +64,9 @@ class AnswersMixin:
         return ScopedRetriever(self._answers.retriever,
                                lambda name: self._collection(caller, name))
 
+    @property
     def llm_configured(self) -> bool:
+        """Whether a chat model is set (MCP offers ``ask`` only then)."""
         return self._answers.llm.configured
 
     # -- chat and conversations (HTTP) ---------------------------------------------------

@@ -188,9 +188,7 @@ def build_server(get_rl: Callable[[], Ragline], caller: Principal | None = None)
 def _add_ask(mcp: MCPServer, get_rl: Callable[[], Ragline],
              who: Callable[[], Principal]) -> None:
     """``ask`` exists only when the facade can answer (an LLM is configured)."""
-    rl = get_rl()
-    chat = getattr(rl, "chat", None)
-    if chat is None or not getattr(rl, "llm_configured", False):
+    if not get_rl().llm_configured:
         return
 
     @mcp.tool()
@@ -199,7 +197,7 @@ def _add_ask(mcp: MCPServer, get_rl: Callable[[], Ragline],
     ) -> dict[str, Any]:
         """Answer a question from the knowledge base, with cited sources."""
         me = who()
-        result: dict[str, Any] = await _run(lambda: _blocking(lambda: chat(me, question)))
+        result: dict[str, Any] = await _run(lambda: get_rl().chat(me, question))
         return result
 
 
