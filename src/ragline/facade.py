@@ -20,6 +20,7 @@ from ragline.services.embedders import EmbedderPool
 from ragline.services.ingest import IngestService
 from ragline.services.jobs import JobService
 from ragline.services.retrieval import BatchSettings, RetrievalService
+from ragline.services.validation import InputLimits
 from ragline.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,8 @@ class Ragline:
         self.embedders = EmbedderPool(s)
         self.collections = CollectionService(self.catalog, self.store, self.embedders)
         self.documents = DocumentService(
-            self.collections, self.store, s.max_documents_per_request, self.embedders
+            self.collections, self.store, s.max_documents_per_request, self.embedders,
+            limits=InputLimits.from_settings(s),
         )
         self.retrieval = RetrievalService(self.collections, self.store, self.embedders,
                                           s.rrf_k, s.hybrid_candidates,
@@ -51,6 +53,7 @@ class Ragline:
                                           batch=BatchSettings(s.search_max_batch,
                                                               s.search_max_wait_ms,
                                                               s.search_workers))
+        self.retrieval.limits = InputLimits.from_settings(s)
         self.cross_encoder: Any = None
         self.collections.recover()
         self.ingest_state = IngestState(self.catalog)

@@ -33,6 +33,23 @@ class Settings(BaseSettings):
     filter_max_conditions: int = 256
     filter_max_in_values: int = 1024
 
+    # --- hardening (issue 10): limits checked before work is done ----------------
+    max_request_bytes: int = Field(
+        64 * 1024 * 1024, ge=1024, description="Largest request body (uploads and the webhook "
+        "have their own limits); checked on Content-Length and while reading.")
+    webhook_max_bytes: int = Field(
+        25 * 1024 * 1024, ge=1024, description="Largest GitHub webhook body (GitHub caps "
+        "payloads at 25 MB), checked before the signature.")
+    max_document_chars: int = Field(
+        1_000_000, ge=1, description="Longest document text accepted by the documents API.")
+    max_query_chars: int = Field(
+        20_000, ge=1, description="Longest search query text.")
+    max_metadata_bytes: int = Field(
+        65_536, ge=64, description="Largest metadata object of one document (as JSON).")
+    max_embedding_dimension: int = Field(
+        4096, ge=1, description="Largest pre-computed embedding accepted (a larger one would "
+        "lock a collection to that size).")
+
     # --- search tuning (see docs/search-recall.md) ---------------------------
     exact_search_max_matches: int = Field(
         25_000,
@@ -127,6 +144,26 @@ class Settings(BaseSettings):
         2 * 1024 * 1024, description="Uploads/texts above this are ingested as a job (202)."
     )
     job_workers: int = Field(1, ge=1, le=16, description="In-process ingestion worker threads.")
+
+    # --- server hardening (issue 10) ----------------------------------------
+    allowed_hosts: list[str] | None = Field(
+        None, description="Host names the API answers to ('*' = any; '*.example.com' "
+        "wildcards). Default: the bound host, localhost and IP literals, which blocks "
+        "DNS-rebinding pages.")
+    cors_origins: list[str] = Field(
+        default_factory=list, description="Origins allowed by CORS; empty (default): CORS "
+        "off, browsers on other origins cannot read answers.")
+    require_credential_header: bool = Field(
+        True, description="POSTs with a form or text body (CORS 'simple requests') must "
+        "carry Authorization or X-API-Key, so no web page can change state.")
+    http_timeout_keep_alive_s: int = Field(
+        5, ge=1, description="Idle keep-alive connections are closed after this.")
+    http_header_timeout_s: float = Field(
+        10.0, gt=0, description="A client must finish sending its request headers within this.")
+    http_body_timeout_s: float = Field(
+        30.0, gt=0, description="Longest pause between two pieces of a request body.")
+    http_max_connections: int = Field(
+        1000, ge=1, description="Open connections served at once; beyond it new ones get 503.")
 
     # --- server ------------------------------------------------------------
     worker_threads: int = Field(

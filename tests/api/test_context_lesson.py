@@ -32,7 +32,7 @@ def book(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def client(tmp_path: Path, book: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(fake_settings(tmp_path))) as c:
+    with TestClient(base_url="http://localhost", headers={"X-API-Key": "test"}, app=create_app(fake_settings(tmp_path))) as c:
         rl_of(c).ingest.run_directory("book", "default", book)
         yield c
 

@@ -24,7 +24,7 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     except Exception as exc:  # model not built on this machine
         pytest.skip(f"local embedder unavailable: {exc}")
     book = copy_book(tmp)
-    with TestClient(create_app(settings)) as c:
+    with TestClient(base_url="http://localhost", headers={"X-API-Key": "test"}, app=create_app(settings)) as c:
         r = c.post("/ingestion/trigger", json={"path": str(book)})
         assert r.status_code == 202
         rl: Ragline = c.app.state.ragline  # type: ignore[attr-defined]

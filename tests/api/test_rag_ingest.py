@@ -52,7 +52,7 @@ def page_url() -> Iterator[str]:
 def make_client(tmp_path: Path, **overrides: Any) -> TestClient:
     settings = fake_settings(tmp_path, default_collection=None, max_upload_bytes=4096,
                              ingest_sync_max_bytes=2048, **overrides)
-    return TestClient(create_app(settings))
+    return TestClient(base_url="http://localhost", headers={"X-API-Key": "test"}, app=create_app(settings))
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ RUNBOOKS = [
 @pytest.fixture
 def client(settings: Settings) -> Iterator[TestClient]:
     registry.register("embedders", "fake", FakeEmbedder)
-    with TestClient(create_app(settings)) as c:
+    with TestClient(base_url="http://localhost", headers={"X-API-Key": "test"}, app=create_app(settings)) as c:
         c.post("/collections", json={"name": "rb", "embedding_provider": "fake"})
         c.post("/collections/rb/documents", json={"documents": [
             {"id": i, "text": t, "metadata": {"tags": tags, "applicable_shapes": shapes}}

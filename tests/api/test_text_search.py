@@ -28,7 +28,7 @@ DOCS = [
 def client(settings: Settings) -> Iterator[TestClient]:
     registry.register("embedders", "fake", FakeEmbedder)
     settings.default_collection = "book"
-    with TestClient(create_app(settings)) as c:
+    with TestClient(base_url="http://localhost", headers={"X-API-Key": "test"}, app=create_app(settings)) as c:
         r = c.post("/collections", json={"name": "book", "embedding_provider": "fake"})
         assert r.status_code == 201, r.text
         assert r.json()["dimension"] == 16
@@ -174,6 +174,6 @@ def test_default_collection_search_with_book_filters(client: TestClient) -> None
 
 
 def test_default_collection_missing_is_400(settings: Settings) -> None:
-    with TestClient(create_app(settings)) as c:
+    with TestClient(base_url="http://localhost", headers={"X-API-Key": "test"}, app=create_app(settings)) as c:
         r = c.post("/search", json={"query": "x"})
         assert r.status_code == 400 and "RAGLINE_DEFAULT_COLLECTION" in r.json()["detail"]

@@ -14,7 +14,7 @@ import anyio.to_thread
 from fastapi import FastAPI
 
 from ragline import __version__
-from ragline.api import errors
+from ragline.api import errors, middleware
 from ragline.api.routes import (
     collections,
     context,
@@ -50,6 +50,7 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
     app = FastAPI(title="ragline", version=__version__, lifespan=lifespan,
                   description="Self-hosted RAG backend: collections, documents, search.")
     errors.install(app)
+    middleware.install(app, settings)
     for module in (health, collections, documents, search, ingestion, context, rag_ingest,
                    rerank):
         app.include_router(module.router)

@@ -9,6 +9,7 @@ name the offending field.
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -16,7 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ragline.errors import RaglineError
+from ragline.errors import RaglineError, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +41,18 @@ def _describe(err: dict[str, Any]) -> str:
 def install(app: FastAPI) -> None:
     @app.exception_handler(RaglineError)
     async def _ragline(_: Request, exc: RaglineError) -> JSONResponse:
-        if exc.status >= 500:
+        if exc.status > 500:
             log.error("%s: %s", exc.code, exc.message)
+        if exc.status == 500:
+            # every 500 carries an id that is also in the log; a store failure's own text
+            # can name files, so it goes to the log only (issue 10)
+            error_id = uuid.uuid4().hex[:16]
+            log.error("%s %s: %s", exc.code, error_id, exc.message)
+            message = exc.message
+            if isinstance(exc, StoreError):
+                message = f"Internal storage error (error id {error_id})"
+            return JSONResponse(error_body(exc.status, exc.code, message, error_id=error_id),
+                                status_code=exc.status)
         return JSONResponse(error_body(exc.status, exc.code, exc.message), status_code=exc.status)
 
     @app.exception_handler(RequestValidationError)
@@ -61,6 +72,10 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error")
-        return JSONResponse(error_body(500, "internal_error", f"Internal error: {exc}"),
-                            status_code=500)
+        # the exception text can hold paths or values: it goes to the log, under an
+        # id the client can quote, never into the body (issue 10)
+        error_id = uuid.uuid4().hex[:16]
+        log.error("unhandled error %s", error_id, exc_info=exc)
+        return JSONResponse(error_body(500, "internal_error",
+                                       f"Internal error (error id {error_id})",
+                                       error_id=error_id), status_code=500)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ragline.core.filters import Node
+from ragline.core.filters import Node, key_problem
 from ragline.core.ids import new_doc_id
 from ragline.core.types import CollectionInfo, Page, Record, Scalar, ScoredRecord
 from ragline.errors import InvalidInput, PayloadTooLarge, ShardGone
@@ -21,8 +21,11 @@ from ragline.services.collections import MSG_NOT_EXIST, CollectionService
 from ragline.services.validation import (
     MSG_NO_EMBEDDINGS,
     MSG_REQUIRED,
+    InputLimits,
     check_dimension,
     check_metadata,
+    check_metadata_size,
+    check_text_size,
     check_vector,
 )
 
@@ -41,8 +44,10 @@ class DocumentInput:
 class DocumentService:
     def __init__(
         self, collections: CollectionService, store: VectorStore, max_per_request: int,
-        embedders: EmbedderPool | None = None,
+        embedders: EmbedderPool | None = None, limits: InputLimits | None = None,
     ) -> None:
+        self.limits = limits or InputLimits()
+        self.max_dimension = self.limits.max_dimension
         self.collections = collections
         self.store = store
         self.max_per_request = max_per_request
@@ -78,13 +83,15 @@ class DocumentService:
                 raise InvalidInput(f"Duplicate document id '{doc_id}' in request (index {i})")
             seen.add(doc_id)
             ids.append(doc_id)
-            check_metadata(d.metadata, f"document at index {i}")
+            check_text_size(d.text, self.limits, f"document at index {i}")
+            meta = check_metadata(d.metadata, f"document at index {i}")
+            check_metadata_size(meta, self.limits, f"document at index {i}")
         vectors: list[np.ndarray | None] = [None] * len(docs)
         dim0: int | None = None
         for i, d in enumerate(docs):
             if d.embedding is None:
                 continue
-            vec = check_vector(d.embedding, f"document at index {i}")
+            vec = check_vector(d.embedding, f"document at index {i}", self.max_dimension)
             if dim0 is None:
                 dim0 = len(vec)
             elif len(vec) != dim0:
@@ -165,7 +172,7 @@ class DocumentService:
         with_vectors: bool = False, score_threshold: float | None = None,
     ) -> list[ScoredRecord]:
         info = self.collections.get(name)
-        vec = check_vector(embedding, "the query")
+        vec = check_vector(embedding, "the query", self.max_dimension)
         check_dimension(len(vec), info.dimension, "the query embedding", name)
         if not 1 <= limit <= 1000:
             raise InvalidInput("'limit' must be between 1 and 1000")
@@ -174,6 +181,9 @@ class DocumentService:
 
     def distinct(self, name: str, tenant: str, field: str) -> list[Scalar]:
         info = self.collections.catalog.get_collection(name, message=MSG_NOT_EXIST.format(name))
+        problem = key_problem(field)
+        if problem is not None:
+            raise InvalidInput(f"Invalid 'field': {field!r} {problem}")
         return self.store.distinct(info.shard, tenant, field)
 
 

@@ -85,9 +85,11 @@ def git_pull(repo: Path) -> str:
                 ["git", "-C", str(repo), "pull", "--ff-only"], capture_output=True, text=True,
                 timeout=GIT_TIMEOUT_S, env=env, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
-            raise RaglineError(f"git pull in {repo} failed: {exc}") from exc
-    if done.returncode != 0:
-        raise RaglineError(f"git pull in {repo} failed: {(done.stderr or done.stdout).strip()}")
+            log.error("git pull in %s failed: %s", repo, exc)
+            raise RaglineError(f"git pull failed: {type(exc).__name__}") from exc
+    if done.returncode != 0:  # git's message names the remote, not the clone's path
+        log.error("git pull in %s failed: %s", repo, (done.stderr or done.stdout).strip())
+        raise RaglineError(f"git pull failed: {(done.stderr or done.stdout).strip()}")
     return done.stdout.strip()
 
 

@@ -14,22 +14,43 @@ the reference semantics in :mod:`ragline.core.filter_eval`:
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import qdrant_edge as q
 
 from ragline.core.filters import And, Eq, In, Node, Not, Or, Range
+from ragline.errors import FilterError
 
 META = "metadata"
 BOOLS = "bools"
 
 
+_RAW_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def key_segment(field: str) -> str:
+    """``field`` as one JSON-path segment: quoted unless plainly safe.
+
+    Unquoted, ``og:title`` is a path syntax error and ``a.b`` a nested path
+    that never matches; quoted (``"og:title"``) Edge reads any key without a
+    double quote or backslash, which :func:`ragline.core.filters.key_problem`
+    refuses before anything is written. Plain keys stay unquoted so existing
+    payload indexes keep their exact paths.
+    """
+    if _RAW_KEY.match(field):
+        return field
+    if '"' in field or "\\" in field:
+        raise FilterError(f"metadata key {field!r} cannot be stored or filtered")
+    return f'"{field}"'
+
+
 def field_path(field: str) -> str:
-    return f"{META}.{field}"
+    return f"{META}.{key_segment(field)}"
 
 
 def bool_path(field: str) -> str:
-    return f"{BOOLS}.{field}"
+    return f"{BOOLS}.{key_segment(field)}"
 
 
 def bool_token(value: bool) -> str:
