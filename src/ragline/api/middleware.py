@@ -22,6 +22,8 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
+import math
+import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -113,12 +115,23 @@ class _Constant:
         self.text = text
 
 
+_BIG_EXPONENT = re.compile(rb"\d[eE]\+?\d{3}")
+
+
+def _parse_float(text: str) -> float | _Constant:
+    value = float(text)
+    return _Constant(f"{text} (beyond the float range)") if math.isinf(value) else value
+
+
 def find_constant(body: bytes) -> tuple[str, str] | None:
-    """(field path, literal) of the first NaN/Infinity literal in a JSON body, if any."""
-    if b"NaN" not in body and b"Infinity" not in body:
-        return None  # the common case costs one substring search
+    """(field path, literal) of the first NaN/Infinity literal in a JSON body, if any.
+
+    ``1e400`` is no literal but Python parses it to infinity, so it counts too.
+    """
+    if b"NaN" not in body and b"Infinity" not in body and not _BIG_EXPONENT.search(body):
+        return None  # the common case costs two substring searches and one regex scan
     try:
-        doc = json.loads(body, parse_constant=_Constant)
+        doc = json.loads(body, parse_constant=_Constant, parse_float=_parse_float)
     except (ValueError, RecursionError):
         return None  # invalid JSON: the route's parser reports it
     stack: list[tuple[str, Any]] = [("", doc)]
@@ -212,7 +225,7 @@ class RequestGuard:
         if found is not None:
             path, literal = found
             await _respond(send, 400, "invalid_request",
-                           f"Invalid request: '{path}' is {literal}, which is not a JSON "
+                           f"Invalid request: '{path}' is {literal}, which is not a finite "
                            "number; send finite numbers only")
             return
         sent = False
