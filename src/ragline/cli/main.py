@@ -55,6 +55,16 @@ def serve(
     list_reranker_models: Annotated[bool, typer.Option(
         "--list-reranker-models", help="Print recommended cross-encoders and exit.")] = False,
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+    max_connections: Annotated[int | None, typer.Option(
+        help="Open connections served at once (default: setting http_max_connections).")] = None,
+    header_timeout: Annotated[float | None, typer.Option(
+        help="Seconds a client has to send its request headers.")] = None,
+    body_timeout: Annotated[float | None, typer.Option(
+        help="Longest pause in a request body, in seconds.")] = None,
+    allowed_host: Annotated[list[str] | None, typer.Option(
+        "--allowed-host", help="Host name the API answers to (repeat; '*' = any).")] = None,
+    cors_origin: Annotated[list[str] | None, typer.Option(
+        "--cors-origin", help="Origin allowed by CORS (repeat; default: CORS off).")] = None,
 ) -> None:
     """Serve the HTTP API (embedded store, nothing else to start)."""
     if list_reranker_models:
@@ -67,9 +77,15 @@ def serve(
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     settings = build_settings(data_dir, host=host, port=port, log_level=log_level,
                               cross_encoder_model=cross_encoder,
-                              cross_encoder_path=cross_encoder_path)
+                              cross_encoder_path=cross_encoder_path,
+                              http_max_connections=max_connections,
+                              http_header_timeout_s=header_timeout,
+                              http_body_timeout_s=body_timeout,
+                              allowed_hosts=allowed_host or None,
+                              cors_origins=cors_origin or None)
     import uvicorn
 
+    from ragline.api.http_protocol import protocol_class
     from ragline.api.app import create_app
     from ragline.facade import Ragline
 
@@ -80,7 +96,14 @@ def serve(
         log.critical("start-up failed: %s", exc)
         raise typer.Exit(1) from exc
     try:
-        uvicorn.run(create_app(ragline=rl), host=host, port=port, log_level=log_level)
+        # deadlines and a connection cap: a peer that connects and sends nothing (or a
+        # byte at a time) must not hold a descriptor forever (issue 10)
+        uvicorn.run(create_app(ragline=rl), host=host, port=port, log_level=log_level,
+                    http=protocol_class(settings.http_header_timeout_s,
+                                        settings.http_body_timeout_s,
+                                        settings.http_max_connections),
+                    timeout_keep_alive=settings.http_timeout_keep_alive_s,
+                    limit_concurrency=settings.http_max_connections)
     finally:
         rl.close()
 
