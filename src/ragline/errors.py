@@ -17,9 +17,11 @@ way. Storage and services raise these; they never import FastAPI.
     │   ├── CollectionExists          409  collection_exists
     │   └── ShardGone                 409  shard_gone
     ├── PayloadTooLarge               413  payload_too_large
+    ├── TooManyRequests               429  too_many_requests  (Retry-After)
     ├── ServiceUnavailable            503  service_unavailable
     │   ├── StoreUnavailable          503  store_unavailable
     │   └── ModelNotLoaded            503  model_not_loaded
+    ├── InsufficientStorage           507  insufficient_storage
     ├── ProviderError                 502  provider_error
     └── StoreError                    500  store_error
 
@@ -97,6 +99,25 @@ class ShardGone(Conflict):
 class PayloadTooLarge(RaglineError):
     status = 413
     code = "payload_too_large"
+
+
+class TooManyRequests(RaglineError):
+    """A bounded queue or pool is full; ``retry_after`` seconds go to ``Retry-After``."""
+
+    status = 429
+    code = "too_many_requests"
+
+    def __init__(self, message: str, *, retry_after: int = 5) -> None:
+        super().__init__(message, details={"retry_after": retry_after})
+        self.retry_after = retry_after
+
+
+class InsufficientStorage(RaglineError):
+    """Free disk space is below the reserve: refused before the store is touched, so a
+    full disk never kills the process (issue 10)."""
+
+    status = 507
+    code = "insufficient_storage"
 
 
 class ServiceUnavailable(RaglineError):

@@ -72,6 +72,7 @@ class Ragline:
 
     def close(self) -> None:
         self.jobs.close()
+        self.ingest.fetcher.close()
         self.retrieval.close()
         self.store.close()
         self.catalog.close()

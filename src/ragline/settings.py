@@ -145,6 +145,21 @@ class Settings(BaseSettings):
     )
     job_workers: int = Field(1, ge=1, le=16, description="In-process ingestion worker threads.")
 
+    url_fetch_workers: int = Field(
+        2, ge=1, le=32, description="Threads fetching URLs (a pool of their own, so slow "
+        "remote servers never hold the API's threads).")
+    url_fetch_queue: int = Field(
+        8, ge=0, description="URL fetches that may wait for a fetch thread; beyond: 429.")
+    url_fetch_total_timeout_s: float = Field(
+        30.0, gt=0, description="Total deadline of one URL fetch, redirects included.")
+    url_fetch_read_timeout_s: float = Field(10.0, gt=0, description="Longest network wait.")
+    url_fetch_max_bytes: int = Field(
+        5 * 1024 * 1024, ge=1024, description="Largest fetched body.")
+    job_queue_max: int = Field(
+        100, ge=1, description="Queued ingestion jobs; beyond it new jobs get 429.")
+    max_concurrent_uploads: int = Field(
+        4, ge=1, description="Uploads read and processed at once; beyond: 429.")
+
     # --- server hardening (issue 10) ----------------------------------------
     allowed_hosts: list[str] | None = Field(
         None, description="Host names the API answers to ('*' = any; '*.example.com' "

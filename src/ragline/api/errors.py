@@ -17,7 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ragline.errors import RaglineError, StoreError
+from ragline.errors import RaglineError, StoreError, TooManyRequests
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,10 @@ def install(app: FastAPI) -> None:
                 message = f"Internal storage error (error id {error_id})"
             return JSONResponse(error_body(exc.status, exc.code, message, error_id=error_id),
                                 status_code=exc.status)
-        return JSONResponse(error_body(exc.status, exc.code, exc.message), status_code=exc.status)
+        headers = ({"Retry-After": str(exc.retry_after)}
+                   if isinstance(exc, TooManyRequests) else None)
+        return JSONResponse(error_body(exc.status, exc.code, exc.message), status_code=exc.status,
+                            headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:

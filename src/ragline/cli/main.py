@@ -85,8 +85,8 @@ def serve(
                               cors_origins=cors_origin or None)
     import uvicorn
 
-    from ragline.api.http_protocol import protocol_class
     from ragline.api.app import create_app
+    from ragline.api.http_protocol import protocol_class
     from ragline.facade import Ragline
 
     try:

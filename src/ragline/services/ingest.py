@@ -31,12 +31,13 @@ from pathlib import Path, PurePosixPath
 from ragline.catalog.ingest_state import IngestState, SourceState
 from ragline.core.types import CollectionInfo
 from ragline.errors import CollectionExists, InvalidInput, NotFound
-from ragline.ingest import discover, fetch_url, load_bytes, load_text, sha256_hex
+from ragline.ingest import discover, load_bytes, load_text, sha256_hex
 from ragline.ingest.path_metadata import parent_doc_id
 from ragline.ingest.types import SourceDocument
 from ragline.providers.stores.base import VectorStore
 from ragline.services.collections import CollectionService, new_shard_key
 from ragline.services.embedders import EmbedderPool
+from ragline.services.fetcher import UrlFetcher
 from ragline.services.ingest_pipeline import Pipeline, Prepared, Target
 from ragline.services.ingest_stats import (
     DocumentResult,
@@ -57,6 +58,7 @@ class IngestService:
     def __init__(self, settings: Settings, collections: CollectionService, store: VectorStore,
                  embedders: EmbedderPool, state: IngestState) -> None:
         self.settings = settings
+        self.fetcher = UrlFetcher(settings)
         self.collections = collections
         self.store = store
         self.embedders = embedders
@@ -279,9 +281,11 @@ class IngestService:
         return self.ingest_document(collection, tenant, doc, "text")
 
     def ingest_url(self, collection: str, tenant: str, url: str) -> DocumentResult:
-        doc = fetch_url(url, allow_private=self.settings.allow_private_urls,
-                        defaults=self.settings.ingest_defaults)
-        return self.ingest_document(collection, tenant, doc, "url")
+        return self.ingest_document(collection, tenant, self.fetcher.fetch(url), "url")
+
+    async def fetch_url_async(self, url: str) -> SourceDocument:
+        """Fetch on the fetch pool without holding the caller's thread (see fetcher.py)."""
+        return await self.fetcher.fetch_async(url)
 
     def delete_source(self, collection: str, tenant: str, source_id: str) -> int:
         """Remove one source's chunks and state (e.g. a user deleting an upload)."""

@@ -93,7 +93,9 @@ async def from_url(body: UrlBody, rl: RL, tenant: Tenant) -> JSONResponse:
     url = body.url.strip()
     if not url:
         raise InvalidInput("'url' must not be empty")
-    res = await run_in_threadpool(rl.ingest.ingest_url, default_collection(rl), tenant, url)
+    doc = await rl.ingest.fetch_url_async(url)  # on the fetch pool, not an API thread
+    res = await run_in_threadpool(rl.ingest.ingest_document, default_collection(rl), tenant,
+                                  doc, "url")
     return _created(res)
 
 
