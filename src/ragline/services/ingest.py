@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
 from ragline.catalog.ingest_state import IngestState, SourceState
 from ragline.core.types import CollectionInfo
-from ragline.errors import CollectionExists, InvalidInput, NotFound
+from ragline.errors import CollectionExists, InvalidInput, NotFound, TooManyRequests
 from ragline.ingest import discover, load_bytes, load_text, sha256_hex
 from ragline.ingest.path_metadata import parent_doc_id
 from ragline.ingest.types import SourceDocument
@@ -59,6 +60,7 @@ class IngestService:
                  embedders: EmbedderPool, state: IngestState) -> None:
         self.settings = settings
         self.fetcher = UrlFetcher(settings)
+        self._upload_slots = threading.BoundedSemaphore(settings.max_concurrent_uploads)
         self.collections = collections
         self.store = store
         self.embedders = embedders
@@ -282,6 +284,19 @@ class IngestService:
 
     def ingest_url(self, collection: str, tenant: str, url: str) -> DocumentResult:
         return self.ingest_document(collection, tenant, self.fetcher.fetch(url), "url")
+
+    @contextmanager
+    def upload_slot(self) -> Iterator[None]:
+        """Hold one of ``max_concurrent_uploads`` slots while an upload is read and
+        processed; none free: 429 at once, before the body is read (issue 10)."""
+        if not self._upload_slots.acquire(blocking=False):
+            raise TooManyRequests(
+                f"Too many uploads in progress (setting max_concurrent_uploads="
+                f"{self.settings.max_concurrent_uploads}); retry shortly", retry_after=2)
+        try:
+            yield
+        finally:
+            self._upload_slots.release()
 
     async def fetch_url_async(self, url: str) -> SourceDocument:
         """Fetch on the fetch pool without holding the caller's thread (see fetcher.py)."""

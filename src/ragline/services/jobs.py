@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ragline.catalog.ingest_state import COUNTERS, Job, JobTable
-from ragline.errors import InvalidInput, NotFound, RaglineError
+from ragline.errors import InvalidInput, NotFound, RaglineError, TooManyRequests
 from ragline.services.ingest import IngestService
 from ragline.services.ingest_stats import IngestStats, Progress, check_mode
 from ragline.services.validation import check_collection_name
@@ -54,6 +54,7 @@ class JobService:
         self._stop = threading.Event()
         self._futures: dict[str, Future[Job]] = {}
         self._lock = threading.Lock()
+        self.max_queued = ingest.settings.job_queue_max
         failed = table.fail_unfinished(INTERRUPTED)
         if failed:
             log.warning("%d ingestion job(s) were interrupted by a restart: %s",
@@ -64,6 +65,7 @@ class JobService:
     def submit_directory(self, collection: str, tenant: str, path: str, mode: str = "incremental",
                          *, restrict: list[str] | None = None, trigger: str = "api") -> Job:
         """Validate now (400 before 202), run later."""
+        self._admit()
         check_mode(mode)
         check_collection_name(collection)
         root = self.ingest.check_root(path)
@@ -77,6 +79,7 @@ class JobService:
 
     def submit_upload(self, collection: str, tenant: str, data: bytes, filename: str) -> Job:
         """A large upload: the bytes wait in the data directory until a worker takes them."""
+        self._admit()
         job = self.table.create(kind="upload", trigger="api", mode="incremental",
                                 collection=collection, tenant=tenant, path=filename)
         folder = self.uploads_dir / job.id
@@ -86,6 +89,7 @@ class JobService:
         return job
 
     def submit_text(self, collection: str, tenant: str, text: str, title: str | None) -> Job:
+        self._admit()
         job = self.table.create(kind="text", trigger="api", mode="incremental",
                                 collection=collection, tenant=tenant, path=title)
         folder = self.uploads_dir / job.id
@@ -100,6 +104,19 @@ class JobService:
             raise InvalidInput(f"Job {job_id} ingested an upload or text; send it again instead")
         return self.submit_directory(old.collection, old.tenant, old.path, old.mode,
                                      restrict=old.restricted_paths, trigger="rerun")
+
+    def pending(self) -> int:
+        """Jobs queued or running in this process."""
+        with self._lock:
+            return sum(1 for f in self._futures.values() if not f.done())
+
+    def _admit(self) -> None:
+        """Refuse a new job (429) while ``job_queue_max`` are waiting or running: 30
+        concurrent 15 MB uploads once queued 30 jobs with no bound (issue 10)."""
+        if self.pending() >= self.max_queued:
+            raise TooManyRequests(
+                f"The ingestion queue is full ({self.max_queued} jobs, setting job_queue_max); "
+                "retry later", retry_after=10)
 
     def _schedule(self, job_id: str) -> None:
         with self._lock:

@@ -60,6 +60,11 @@ def _too_large(rl: Ragline, size: int) -> PayloadTooLarge:
 
 @router.post("/upload", status_code=201)
 async def upload(request: Request, rl: RL, tenant: Tenant) -> JSONResponse:
+    with rl.ingest.upload_slot():  # bounded concurrent uploads: 429 beyond (issue 10)
+        return await _upload(request, rl, tenant)
+
+
+async def _upload(request: Request, rl: Ragline, tenant: str) -> JSONResponse:
     limit = rl.settings.max_upload_bytes
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit + MULTIPART_SLACK:
