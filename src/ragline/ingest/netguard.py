@@ -99,7 +99,7 @@ def refusal_reason(address: str) -> str | None:
     if inner is not None:  # ::ffff:10.0.0.1, 2002:0a00:0001::, 64:ff9b::a00:1 are 10.0.0.1
         reason = refusal_reason(str(inner))
         if reason is not None:
-            return f"{reason} (inside {ip})"
+            return reason  # the message names the address as given
         if ip.ipv4_mapped is not None or ip in NAT64:
             return None  # a plain route to a public IPv4 host
     for reason, check in _CHECKS:
