@@ -37,10 +37,22 @@ def _cross_encoder_help() -> str:
 
 
 def build_settings(data_dir: Path | None = None, **overrides: object) -> Settings:
+    from pydantic import ValidationError
+    from pydantic_settings import SettingsError
+
+    from ragline.core.config_errors import describe_validation_error
+
     values = {k: v for k, v in overrides.items() if v is not None}
     if data_dir is not None:
         values["data_dir"] = data_dir
-    return Settings(**values)  # type: ignore[arg-type]
+    try:
+        return Settings(**values)  # type: ignore[arg-type]
+    except ValidationError as exc:  # pydantic's text repeats values, API keys included
+        typer.echo(f"Invalid configuration: {describe_validation_error(exc)}", err=True)
+        raise typer.Exit(2) from None
+    except SettingsError as exc:  # names the field and the source, not the value
+        typer.echo(f"Invalid configuration: {exc}", err=True)
+        raise typer.Exit(2) from None
 
 
 @app.command()
