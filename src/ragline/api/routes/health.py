@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 from typing import Any
 
@@ -10,6 +11,9 @@ from fastapi import APIRouter
 from ragline import __version__
 from ragline.api.deps import RL, Tenant
 from ragline.providers.registry import registry
+from ragline.services.status import collection_stats
+
+log = logging.getLogger(__name__)
 
 router = APIRouter(tags=["operations"])
 
@@ -28,7 +32,8 @@ def health(rl: RL) -> dict[str, Any]:
         body["storage_bytes"] = rl.storage_bytes()
     except Exception as exc:  # health must answer even when the catalog does not
         body["status"] = "degraded"
-        body["catalog_error"] = str(exc)
+        body["catalog_error"] = type(exc).__name__  # the text can name paths
+        log.warning("health: catalog check failed: %s", exc)
     if rl.cross_encoder is not None:
         body["cross_encoder"] = rl.cross_encoder.health_info()
     return body
@@ -36,15 +41,8 @@ def health(rl: RL) -> dict[str, Any]:
 
 @router.get("/info")
 def info(rl: RL, tenant: Tenant) -> dict[str, Any]:
-    cols = []
-    total = 0
-    for c in rl.collections.all():
-        n = rl.store.count(c.shard, tenant, None) if c.dimension else 0
-        total += n
-        cols.append({"name": c.name, "count": n, "dimension": c.dimension,
-                     "size_bytes": rl.store.size_bytes(c.shard),
-                     "embedding_provider": c.embedding_provider,
-                     "embedding_model": c.embedding_model})
+    cols = collection_stats(rl.collections, rl.store, tenant)  # never 500 on races
+    total = sum(c["count"] for c in cols)
     return {"version": __version__, "collections": cols, "total_documents": total,
             "storage_bytes": rl.storage_bytes(), "embedding_cache": rl.embedders.stats(),
             "search_batching": rl.retrieval.batching_stats()}
