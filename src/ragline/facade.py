@@ -10,6 +10,7 @@ import logging
 from typing import Any
 
 from ragline.catalog.ingest_state import IngestState, JobTable
+from ragline.catalog.deliveries import Deliveries
 from ragline.catalog.sqlite import Catalog
 from ragline.providers.registry import registry
 from ragline.providers.stores.base import VectorStore
@@ -57,6 +58,7 @@ class Ragline:
         self.cross_encoder: Any = None
         self.collections.recover()
         self.ingest_state = IngestState(self.catalog)
+        self.deliveries = Deliveries(self.catalog)
         self.ingest_state.purge_stale({c.name: c.shard for c in self.collections.all()})
         self.ingest = IngestService(s, self.collections, self.store, self.embedders,
                                     self.ingest_state)

@@ -112,6 +112,9 @@ class Settings(BaseSettings):
     github_webhook_secret: SecretStr | None = None
     github_repo_path: Path | None = None
     github_branch: str = "main"
+    webhook_dedup_window_s: float = Field(
+        3 * 24 * 3600, ge=0, description="A webhook delivery id (X-GitHub-Delivery) seen "
+        "within this window is a replay: answered 200 with duplicate=true, nothing done.")
     github_docs_path: str = Field(
         "", description="Sub-directory of the clone to ingest (e.g. 'docs'); '' = the whole clone."
     )

@@ -57,9 +57,9 @@ def test_unexpected_errors_answer_an_id_that_is_in_the_log(
     def boom() -> None:
         raise RuntimeError(f"secret path {tmp_path}/catalog.sqlite3")
 
-    with TestClient(app, base_url="http://localhost", raise_server_exceptions=False) as c:
-        with caplog.at_level(logging.ERROR):
-            r = c.get("/boom")
+    with (TestClient(app, base_url="http://localhost", raise_server_exceptions=False) as c,
+          caplog.at_level(logging.ERROR)):
+        r = c.get("/boom")
     assert r.status_code == 500
     body = r.json()
     assert str(tmp_path) not in r.text and "secret" not in r.text

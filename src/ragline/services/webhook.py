@@ -21,6 +21,7 @@ import threading
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ragline.catalog.deliveries import Deliveries
 from ragline.errors import AuthenticationError, InvalidInput, RaglineError, ServiceUnavailable
 from ragline.services.jobs import JobService
 from ragline.settings import Settings
@@ -94,10 +95,29 @@ def git_pull(repo: Path) -> str:
 
 
 class WebhookService:
-    def __init__(self, settings: Settings, jobs: JobService, tenant: str) -> None:
+    def __init__(self, settings: Settings, jobs: JobService, tenant: str,
+                 deliveries: Deliveries | None = None) -> None:
         self.settings = settings
         self.jobs = jobs
         self.tenant = tenant
+        self.deliveries = deliveries
+
+    def first_delivery(self, delivery_id: str | None) -> bool:
+        """False for a delivery id already handled within ``webhook_dedup_window_s``
+        (call after the signature check, so unsigned requests cannot burn ids)."""
+        if not delivery_id or self.deliveries is None:
+            return True
+        return self.deliveries.first_time(delivery_id.strip()[:200],
+                                          self.settings.webhook_dedup_window_s)
+
+    def handle_delivery(self, payload: dict[str, Any], delivery_id: str | None) -> dict[str, Any]:
+        """:meth:`handle_push`; a failure forgets the delivery so GitHub's redelivery retries."""
+        try:
+            return self.handle_push(payload)
+        except Exception:
+            if delivery_id and self.deliveries is not None:
+                self.deliveries.forget(delivery_id.strip()[:200])
+            raise
 
     def secret(self) -> str:
         secret = self.settings.github_webhook_secret

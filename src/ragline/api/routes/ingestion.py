@@ -63,11 +63,14 @@ def rerun(job_id: str, rl: RL) -> dict[str, Any]:
 
 @router.post("/ingestion/webhook/github")
 async def github_webhook(request: Request, rl: RL, tenant: Tenant) -> JSONResponse:
-    service = WebhookService(rl.settings, rl.jobs, tenant)
+    service = WebhookService(rl.settings, rl.jobs, tenant, rl.deliveries)
     secret = service.secret()  # 503 before anything else when not configured
     body = await request.body()
     verify_signature(secret, body, request.headers.get("x-hub-signature-256"))
     event = request.headers.get("x-github-event", "")
+    delivery = request.headers.get("x-github-delivery")
+    if not await run_in_threadpool(service.first_delivery, delivery):  # a replay: do nothing
+        return JSONResponse({"status": "duplicate", "duplicate": True, "delivery": delivery})
     if event == "ping":
         return JSONResponse({"status": "pong"})
     if event != "push":
@@ -83,5 +86,5 @@ async def github_webhook(request: Request, rl: RL, tenant: Tenant) -> JSONRespon
         raise InvalidInput("webhook body is not valid JSON") from exc
     if not isinstance(payload, dict):
         raise InvalidInput("webhook body must be a JSON object")
-    result = await run_in_threadpool(service.handle_push, payload)
+    result = await run_in_threadpool(service.handle_delivery, payload, delivery)
     return JSONResponse(result, status_code=202)
