@@ -9,13 +9,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ragline.catalog.ingest_state import IngestState, JobTable
 from ragline.catalog.deliveries import Deliveries
+from ragline.catalog.ingest_state import IngestState, JobTable
 from ragline.catalog.sqlite import Catalog
 from ragline.providers.registry import registry
 from ragline.providers.stores.base import VectorStore
 from ragline.providers.stores.qdrant_edge.provider import disk_usage
 from ragline.services.collections import CollectionService
+from ragline.services.diskspace import DiskGuard
 from ragline.services.documents import DocumentService
 from ragline.services.embedders import EmbedderPool
 from ragline.services.ingest import IngestService
@@ -62,6 +63,9 @@ class Ragline:
         self.ingest_state.purge_stale({c.name: c.shard for c in self.collections.all()})
         self.ingest = IngestService(s, self.collections, self.store, self.embedders,
                                     self.ingest_state)
+        # one free-space guard for every write path (issue 10)
+        self.disk = DiskGuard(s.data_dir, s.disk_reserve_bytes)
+        self.collections.disk = self.documents.disk = self.ingest.disk = self.disk
         self.jobs = JobService(JobTable(self.catalog), self.ingest, s.job_workers,
                                s.data_dir / "uploads")
 

@@ -46,6 +46,10 @@ class Settings(BaseSettings):
         20_000, ge=1, description="Longest search query text.")
     max_metadata_bytes: int = Field(
         65_536, ge=64, description="Largest metadata object of one document (as JSON).")
+    disk_reserve_bytes: int = Field(
+        256 * 1024 * 1024, ge=0, description="Free space every write must leave on the data "
+        "directory's filesystem (opening shards and the largest write need it); below it "
+        "writes answer 507 and reads go on. 0 disables the check.")
     max_embedding_dimension: int = Field(
         4096, ge=1, description="Largest pre-computed embedding accepted (a larger one would "
         "lock a collection to that size).")

@@ -18,6 +18,7 @@ from ragline.core.types import CollectionInfo, Page, Record, Scalar, ScoredRecor
 from ragline.errors import InvalidInput, PayloadTooLarge, ShardGone
 from ragline.providers.stores.base import VectorStore
 from ragline.services.collections import MSG_NOT_EXIST, CollectionService
+from ragline.services.diskspace import DiskGuard
 from ragline.services.validation import (
     MSG_NO_EMBEDDINGS,
     MSG_REQUIRED,
@@ -42,6 +43,7 @@ class DocumentInput:
 
 
 class DocumentService:
+    disk: DiskGuard = DiskGuard.unlimited()  # the facade sets the configured guard
     def __init__(
         self, collections: CollectionService, store: VectorStore, max_per_request: int,
         embedders: EmbedderPool | None = None, limits: InputLimits | None = None,
@@ -115,6 +117,8 @@ class DocumentService:
             Record(ids[i], d.text, dict(d.metadata or {}), vectors[i], tenant)
             for i, d in enumerate(docs)
         ]
+        # 507 before the store is touched: a full disk kills Edge with SIGBUS (issue 10)
+        self.disk.check("write documents", need=_estimate(records))
         with self.collections.lock(name):
             info = self.collections.get(name)
             check_dimension(dim, info.dimension, "the documents", name)
@@ -185,6 +189,15 @@ class DocumentService:
         if problem is not None:
             raise InvalidInput(f"Invalid 'field': {field!r} {problem}")
         return self.store.distinct(info.shard, tenant, field)
+
+
+def _estimate(records: list[Record]) -> int:
+    """Rough bytes a write adds on disk (vectors, text, payload; x2 for the WAL)."""
+    size = 0
+    for r in records:
+        dim = 0 if r.embedding is None else len(r.embedding)
+        size += 4 * dim + len(r.text) + 256
+    return 2 * size
 
 
 def _matches(record: Record, where: Node) -> bool:

@@ -11,7 +11,6 @@ import threading
 from typing import Any
 
 import numpy as np
-
 from pydantic import ValidationError
 
 from ragline.core.config_errors import describe_validation_error

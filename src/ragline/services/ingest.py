@@ -37,6 +37,7 @@ from ragline.ingest.path_metadata import parent_doc_id
 from ragline.ingest.types import SourceDocument
 from ragline.providers.stores.base import VectorStore
 from ragline.services.collections import CollectionService, new_shard_key
+from ragline.services.diskspace import DiskGuard
 from ragline.services.embedders import EmbedderPool
 from ragline.services.fetcher import UrlFetcher
 from ragline.services.ingest_pipeline import Pipeline, Prepared, Target
@@ -60,6 +61,7 @@ class IngestService:
                  embedders: EmbedderPool, state: IngestState) -> None:
         self.settings = settings
         self.fetcher = UrlFetcher(settings)
+        self.disk = DiskGuard.unlimited()  # the facade sets the configured guard
         self._upload_slots = threading.BoundedSemaphore(settings.max_concurrent_uploads)
         self.collections = collections
         self.store = store
@@ -96,6 +98,7 @@ class IngestService:
                 info = self.collections.get(name)
             assert info.dimension is not None
             if not self.store.has_shard(info.shard):
+                self.disk.check("create the collection's shard")
                 self.store.create_shard(info.shard, info.dimension)
         return info
 
@@ -108,7 +111,8 @@ class IngestService:
         return Pipeline(self.store, self.state, target, stats, batch_size=s.ingest_batch_size,
                         retry_attempts=s.ingest_retry_attempts, retry_wait=s.ingest_retry_wait_s,
                         retry_max_wait=s.ingest_retry_max_wait_s, progress=progress,
-                        should_stop=should_stop, background_writes=background)
+                        should_stop=should_stop, background_writes=background,
+                        disk=self.disk)
 
     # -- directories -------------------------------------------------------------------
     def check_root(self, path: str | Path) -> Path:
@@ -153,6 +157,7 @@ class IngestService:
                   progress: Progress | None, should_stop: Callable[[], bool] | None) -> None:
         assert info.dimension is not None
         new = new_shard_key()
+        self.disk.check("rebuild the collection")
         self.store.create_shard(new, info.dimension)
         try:
             target = self.target(replace(info, shard=new), tenant, reuse=False)

@@ -80,6 +80,7 @@ class JobService:
     def submit_upload(self, collection: str, tenant: str, data: bytes, filename: str) -> Job:
         """A large upload: the bytes wait in the data directory until a worker takes them."""
         self._admit()
+        self.ingest.disk.check("queue the upload", need=len(data))
         job = self.table.create(kind="upload", trigger="api", mode="incremental",
                                 collection=collection, tenant=tenant, path=filename)
         folder = self.uploads_dir / job.id
@@ -90,6 +91,7 @@ class JobService:
 
     def submit_text(self, collection: str, tenant: str, text: str, title: str | None) -> Job:
         self._admit()
+        self.ingest.disk.check("queue the text", need=len(text.encode("utf-8")))
         job = self.table.create(kind="text", trigger="api", mode="incremental",
                                 collection=collection, tenant=tenant, path=title)
         folder = self.uploads_dir / job.id

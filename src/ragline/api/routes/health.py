@@ -34,6 +34,9 @@ def health(rl: RL) -> dict[str, Any]:
         body["status"] = "degraded"
         body["catalog_error"] = type(exc).__name__  # the text can name paths
         log.warning("health: catalog check failed: %s", exc)
+    body["disk"] = rl.disk.status()
+    if not body["disk"]["writes_allowed"]:
+        body["status"] = "degraded"  # reads go on; writes answer 507
     if rl.cross_encoder is not None:
         body["cross_encoder"] = rl.cross_encoder.health_info()
     return body
