@@ -12,6 +12,7 @@ from ragline.api.app import create_app
 from ragline.providers.registry import registry
 from ragline.settings import Settings
 from ragline.testing.fake_embedder import FakeEmbedder
+from tests.api.helpers import local_client
 
 HT = "hardware_tier"
 DOCS = [
@@ -28,7 +29,7 @@ DOCS = [
 def client(settings: Settings) -> Iterator[TestClient]:
     registry.register("embedders", "fake", FakeEmbedder)
     settings.default_collection = "book"
-    with TestClient(base_url="http://localhost", headers={"X-API-Key": "test"}, app=create_app(settings)) as c:
+    with local_client(create_app(settings)) as c:
         r = c.post("/collections", json={"name": "book", "embedding_provider": "fake"})
         assert r.status_code == 201, r.text
         assert r.json()["dimension"] == 16
@@ -174,6 +175,6 @@ def test_default_collection_search_with_book_filters(client: TestClient) -> None
 
 
 def test_default_collection_missing_is_400(settings: Settings) -> None:
-    with TestClient(base_url="http://localhost", headers={"X-API-Key": "test"}, app=create_app(settings)) as c:
+    with local_client(create_app(settings)) as c:
         r = c.post("/search", json={"query": "x"})
         assert r.status_code == 400 and "RAGLINE_DEFAULT_COLLECTION" in r.json()["detail"]

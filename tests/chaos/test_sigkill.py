@@ -80,13 +80,13 @@ def test_sigkill_during_concurrent_upserts(tmp_path: Path) -> None:
             stop = threading.Event()
 
             def writer(w: int, trial: int = trial, inflight: list[Any] = inflight,
-                       stop: threading.Event = stop) -> None:
+                       stop: threading.Event = stop, url: str = srv.url) -> None:
                 k = 0
                 while not stop.is_set():
                     tag, n = f"t{trial}-w{w}-{k}", 200 + 100 * (k % 3)
                     inflight.append((tag, n))
                     try:
-                        resp = httpx.post(f"{srv.url}/collections/c/documents",
+                        resp = httpx.post(f"{url}/collections/c/documents",
                                           json=batch(tag, n, hash(tag) % 2**31), timeout=60)
                     except httpx.HTTPError:
                         return
@@ -193,11 +193,12 @@ def test_sigkill_during_empty_and_its_background_drop(tmp_path: Path) -> None:
             outcome: dict[str, Any] = {}
             after_tag = f"after{trial}"
 
-            def run(outcome: dict[str, Any] = outcome, after_tag: str = after_tag) -> None:
+            def run(outcome: dict[str, Any] = outcome, after_tag: str = after_tag,
+                    url: str = srv.url) -> None:
                 try:
-                    resp = httpx.delete(f"{srv.url}/collections/c/documents/all", timeout=60)
+                    resp = httpx.delete(f"{url}/collections/c/documents/all", timeout=60)
                     outcome["empty"] = resp.status_code
-                    resp = httpx.post(f"{srv.url}/collections/c/documents",
+                    resp = httpx.post(f"{url}/collections/c/documents",
                                       json=batch(after_tag, 50, 7), timeout=60)
                     outcome["after"] = resp.status_code
                 except httpx.HTTPError as exc:

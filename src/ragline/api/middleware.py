@@ -254,7 +254,7 @@ def install(app: FastAPI, settings: Settings) -> None:
             CORSMiddleware, allow_origins=settings.cors_origins,
             allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
             allow_headers=["authorization", "x-api-key", "content-type"])
-    app.add_middleware(RequestGuard, config=GuardConfig(  # type: ignore[arg-type]
+    app.add_middleware(RequestGuard, config=GuardConfig(
         allowed_hosts=settings.allowed_hosts, bound_host=settings.host,
         require_credential_header=settings.require_credential_header,
         max_request_bytes=settings.max_request_bytes,

@@ -100,7 +100,8 @@ def refusal_reason(address: str) -> str | None:
         reason = refusal_reason(str(inner))
         if reason is not None:
             return reason  # the message names the address as given
-        if ip.ipv4_mapped is not None or ip in NAT64:
+        if isinstance(ip, ipaddress.IPv6Address) and (ip.ipv4_mapped is not None
+                                                      or ip in NAT64):
             return None  # a plain route to a public IPv4 host
     for reason, check in _CHECKS:
         if check(ip):
