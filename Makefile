@@ -22,12 +22,14 @@ install: $(STAMP)
 serve: $(STAMP)
 	$(BIN)/ragline serve --host $(HOST) --port $(PORT) --data-dir $(DATA)
 
-test: $(STAMP)
+# The CI command: lint, types and import contracts first (seconds), then the suite.
+test: $(STAMP) lint
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_store.py

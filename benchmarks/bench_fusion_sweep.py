@@ -30,13 +30,13 @@ def main() -> None:
     ap.add_argument("--split", default="train")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    rl = Ragline(Settings(data_dir=Path(args.data_dir)))
+    rl = Ragline(Settings(data_dir=Path(args.data_dir))).start()
     data = b.load(Path(args.dataset), split=args.split)
-    info = rl.collections.get(args.collection)
+    info = rl.services.collections.get(args.collection)
     assert info.embedding_provider
-    emb = rl.embedders.get(info.embedding_provider, info.embedding_model)
+    emb = rl.services.embedders.get(info.embedding_provider, info.embedding_model)
     vecs = {qid: emb.embed([t], "query")[0].tolist() for qid, t in data.queries.items()}
-    shard: Any = rl.store._require(info.shard).shard  # type: ignore[attr-defined]
+    shard: Any = rl.services.store._require(info.shard).shard  # type: ignore[attr-defined]
     flt = tenant_filter(rl.tenant, None)
 
     def run(fusion: Any, depth: int) -> dict[str, float]:

@@ -67,10 +67,10 @@ def git(*args: str, cwd: Path) -> None:
 
 
 def full_ingest(docs: Path, data: Path) -> tuple[dict[str, Any], Ragline]:
-    rl = Ragline(Settings(data_dir=data, _env_file=None))  # type: ignore[call-arg]
-    rl.embedders.get("local").embed(["warm up"], "query")  # model load is not ingestion
+    rl = Ragline(Settings(data_dir=data, _env_file=None)).start()  # type: ignore[call-arg]
+    rl.services.embedders.get("local").embed(["warm up"], "query")  # model load is not ingestion
     upsert_s = [0.0]
-    real_upsert = rl.store.upsert
+    real_upsert = rl.services.store.upsert
 
     def timed_upsert(*args: Any, **kwargs: Any) -> None:
         t = time.perf_counter()
@@ -79,11 +79,11 @@ def full_ingest(docs: Path, data: Path) -> tuple[dict[str, Any], Ragline]:
         finally:
             upsert_s[0] += time.perf_counter() - t
 
-    rl.store.upsert = timed_upsert  # type: ignore[method-assign]
+    rl.services.store.upsert = timed_upsert  # type: ignore[method-assign]
     t0 = time.perf_counter()
-    stats = rl.ingest.run_directory("book", rl.tenant, docs, "incremental")
+    stats = rl.services.ingest.run_directory("book", rl.tenant, docs, "incremental")
     wall = time.perf_counter() - t0
-    rl.store.upsert = real_upsert  # type: ignore[method-assign]
+    rl.services.store.upsert = real_upsert  # type: ignore[method-assign]
     chunks = stats.chunks_created
     return {
         "wall_s": wall, "chunks": chunks, "files": stats.files_seen,
@@ -96,7 +96,7 @@ def full_ingest(docs: Path, data: Path) -> tuple[dict[str, Any], Ragline]:
 
 def noop_rerun(rl: Ragline, docs: Path) -> dict[str, Any]:
     t0 = time.perf_counter()
-    stats = rl.ingest.run_directory("book", rl.tenant, docs, "incremental")
+    stats = rl.services.ingest.run_directory("book", rl.tenant, docs, "incremental")
     return {"wall_s": time.perf_counter() - t0, "texts_embedded": stats.texts_embedded,
             "files_skipped": stats.files_skipped}
 

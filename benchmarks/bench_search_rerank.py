@@ -19,9 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ragline.facade import Ragline
-from ragline.providers.rerankers.cross_encoder import CrossEncoderReranker, ModelSource
-from ragline.services.retrieval import SearchQuery
+from ragline.facade import Ragline, SearchRequest
 from ragline.settings import Settings
 from ragline.testing.cross_encoder import MINILM_L6, build_random_cross_encoder
 
@@ -39,11 +37,10 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=40)
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    rl = Ragline(Settings(data_dir=Path(args.data_dir)))
     with tempfile.TemporaryDirectory() as tmp:
         path = build_random_cross_encoder(Path(tmp) / "ce", MINILM_L6)
-        rl.cross_encoder = CrossEncoderReranker.from_source(
-            ModelSource(str(path), "--cross-encoder-path"))
+        rl = Ragline(Settings(data_dir=Path(args.data_dir), cross_encoder_path=path)).start()
+        me = rl.owner()
         lines = Path(args.dataset, "queries.jsonl").read_text().splitlines()
         qs = [json.loads(x)["text"] for x in lines[: args.queries]]
         rows = []
@@ -51,13 +48,12 @@ def main() -> None:
                           "rerank_candidates": 10}),
                           ("hybrid + rerank 50", {"rerank": True, "rerank_candidates": 50})]:
             for q in qs[:3]:  # warm-up (also fills the query-embedding cache for every row)
-                rl.retrieval.search_sync(SearchQuery(args.collection, rl.tenant, query=q, **kw))
+                rl.search_sync(me, SearchRequest(args.collection, query=q, **kw))
             lat = []
             for q in qs:
-                rl.retrieval.search_sync(SearchQuery(args.collection, rl.tenant, query=q))
+                rl.search_sync(me, SearchRequest(args.collection, query=q))
                 t = time.perf_counter()
-                res = rl.retrieval.search_sync(SearchQuery(args.collection, rl.tenant,
-                                                           query=q, **kw))
+                res = rl.search_sync(me, SearchRequest(args.collection, query=q, **kw))
                 lat.append((time.perf_counter() - t) * 1000)
             rows.append((label, statistics.median(lat), pct(lat, 95), res.stages))
     base = rows[0][1]

@@ -72,16 +72,16 @@ def copy_book(tmp_path: Path, name: str = "book") -> Path:
 
 def fake_of(rl: Ragline, collection: str = "book") -> FakeEmbedder:
     """The embedder instance ingestion uses for ``collection`` (to read its counters)."""
-    info = rl.collections.get(collection)
+    info = rl.services.collections.get(collection)
     assert info.embedding_provider is not None
-    inner = rl.embedders.get(info.embedding_provider, info.embedding_model).inner
+    inner = rl.services.embedders.get(info.embedding_provider, info.embedding_model).inner
     assert isinstance(inner, FakeEmbedder)
     return inner
 
 
 def stored(rl: Ragline, collection: str = "book", tenant: str = "default") -> list[Record]:
-    info = rl.collections.get(collection)
-    page = rl.store.list_page(info.shard, tenant, None, 10_000, 0)
+    info = rl.services.collections.get(collection)
+    page = rl.services.store.list_page(info.shard, tenant, None, 10_000, 0)
     assert len(page.records) == page.total
     return page.records
 

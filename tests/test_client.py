@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import copy
 import logging
+import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,8 +22,10 @@ from fastapi.responses import JSONResponse
 from ragline.api import errors
 from ragline.api.routes import rerank as rerank_route
 from ragline.client import RaglineClient
+from ragline.facade import Ragline
 from ragline.providers.registry import registry
 from ragline.providers.rerankers.cross_encoder import CrossEncoderReranker, ModelSource
+from ragline.settings import Settings
 from ragline.testing.cross_encoder import tiny_cross_encoder_dir
 from ragline.testing.server import free_port, serve_in_thread
 
@@ -67,7 +71,9 @@ def make_server_app(cross_encoder: Any) -> tuple[FastAPI, list[tuple[str, str, s
     app = FastAPI()
     errors.install(app)
     app.include_router(rerank_route.router)
-    app.state.ragline = type("State", (), {"cross_encoder": cross_encoder})()
+    rl = Ragline(Settings(_env_file=None, data_dir=Path(tempfile.mkdtemp()))).start()
+    rl.services.reranker = cross_encoder
+    app.state.ragline = rl
     seen: list[tuple[str, str, str | None]] = []
 
     @app.middleware("http")

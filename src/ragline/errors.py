@@ -10,6 +10,7 @@ way. Storage and services raise these; they never import FastAPI.
     ├── InvalidInput                  400  invalid_request
     │   └── FilterError               400  invalid_filter
     ├── AuthenticationError           401  unauthorized
+    ├── Forbidden                     403  forbidden
     ├── NotFound                      404  not_found
     │   ├── CollectionNotFound        404  collection_not_found
     │   └── DocumentNotFound          404  document_not_found
@@ -20,14 +21,21 @@ way. Storage and services raise these; they never import FastAPI.
     ├── TooManyRequests               429  too_many_requests  (Retry-After)
     ├── ServiceUnavailable            503  service_unavailable
     │   ├── StoreUnavailable          503  store_unavailable
-    │   └── ModelNotLoaded            503  model_not_loaded
+    │   ├── ModelNotLoaded            503  model_not_loaded
+    │   └── IngestCancelled           503  ingestion_cancelled
     ├── InsufficientStorage           507  insufficient_storage
     ├── ProviderError                 502  provider_error
-    └── StoreError                    500  store_error
+    ├── StoreError                    500  store_error
+    ├── ModelLoadError                500  model_load_failed
+    └── RerankError                   500  rerank_failed
 
 ``status`` is the HTTP status and ``code`` a stable machine-readable name;
 ``message`` is what a person reads and is returned verbatim (the specs fix
-several messages exactly).
+several messages exactly), so it must never carry a secret or a server path.
+Anything that is not a ``RaglineError`` is a bug: the HTTP layer answers it
+with a 500 whose body carries only an error id that is also in the log.
+``tests/test_error_tree.py`` fails when a subclass is missing from the drawing
+above or drawn with another status or code.
 """
 
 from __future__ import annotations
@@ -62,6 +70,14 @@ class FilterError(InvalidInput):
 class AuthenticationError(RaglineError):
     status = 401
     code = "unauthorized"
+
+
+class Forbidden(RaglineError):
+    """Authenticated, but the role does not allow this operation (never used to hide a
+    record of another tenant: that is a 404)."""
+
+    status = 403
+    code = "forbidden"
 
 
 class NotFound(RaglineError):
@@ -133,6 +149,12 @@ class ModelNotLoaded(ServiceUnavailable):
     code = "model_not_loaded"
 
 
+class IngestCancelled(ServiceUnavailable):
+    """An ingestion run was asked to stop (shutdown); what was committed stays committed."""
+
+    code = "ingestion_cancelled"
+
+
 class ProviderError(RaglineError):
     status = 502
     code = "provider_error"
@@ -141,3 +163,15 @@ class ProviderError(RaglineError):
 class StoreError(RaglineError):
     status = 500
     code = "store_error"
+
+
+class ModelLoadError(RaglineError):
+    """A model was configured but could not be loaded; the server must not start."""
+
+    code = "model_load_failed"
+
+
+class RerankError(RaglineError):
+    """The reranking model raised while scoring."""
+
+    code = "rerank_failed"

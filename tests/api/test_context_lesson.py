@@ -34,7 +34,7 @@ def book(tmp_path: Path) -> Path:
 @pytest.fixture
 def client(tmp_path: Path, book: Path) -> Iterator[TestClient]:
     with local_client(create_app(fake_settings(tmp_path))) as c:
-        rl_of(c).ingest.run_directory("book", "default", book)
+        rl_of(c).services.ingest.run_directory("book", "default", book)
         yield c
 
 
@@ -79,7 +79,7 @@ def test_lesson_returns_every_chunk_in_order(client: TestClient, book: Path) -> 
     assert r.status_code == 404 and "not found" in r.json()["message"]
     # after an edit, the lesson is the new version, whole and in order
     edit_section(book / SENSING, "Cameras", "A new camera section for the lesson test.")
-    rl_of(client).ingest.run_directory("book", "default", book)
+    rl_of(client).services.ingest.run_directory("book", "default", book)
     body = client.get(f"/lesson/{sid(SENSING)}").json()
     assert "A new camera section" in body["text"]
     assert [c["chunk_index"] for c in body["chunks"]] == list(range(body["total_chunks"]))

@@ -87,7 +87,8 @@ def test_dimension_mismatch_in_request_and_with_collection(client: TestClient) -
 
 def test_empty_or_missing_documents_array(client: TestClient) -> None:
     make_collection(client)
-    for body in ({"documents": []}, {}):
+    bodies: tuple[dict[str, Any], ...] = ({"documents": []}, {})
+    for body in bodies:
         r = client.post("/collections/docs/documents", json=body)
         assert r.status_code == 400
         assert r.json()["detail"] == "Documents array is required"

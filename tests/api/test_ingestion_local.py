@@ -29,14 +29,14 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
         r = c.post("/ingestion/trigger", json={"path": str(book)})
         assert r.status_code == 202
         rl: Ragline = c.app.state.ragline  # type: ignore[attr-defined]
-        job = rl.jobs.wait(r.json()["job_id"], timeout=300)
+        job = rl.services.jobs.wait(r.json()["job_id"], timeout=300)
         assert job.status == "succeeded", job.error
         yield c
 
 
 def test_chunks_fit_the_model_and_search_finds_the_lesson(client: TestClient) -> None:
     rl: Ragline = client.app.state.ragline  # type: ignore[attr-defined]
-    emb = rl.embedders.get("local")
+    emb = rl.services.embedders.get("local")
     lesson = client.get(f"/lesson/{sid(SENSING)}").json()
     assert lesson["total_chunks"] >= 3
     for chunk in lesson["chunks"]:
@@ -49,7 +49,7 @@ def test_chunks_fit_the_model_and_search_finds_the_lesson(client: TestClient) ->
 
 def test_rerun_is_free_with_the_real_model(client: TestClient) -> None:
     rl: Ragline = client.app.state.ragline  # type: ignore[attr-defined]
-    first = rl.jobs.recent(1)[0]
+    first = rl.services.jobs.recent(1)[0]
     r = client.post("/ingestion/trigger", json={"path": first.path})
-    job = rl.jobs.wait(r.json()["job_id"], timeout=120)
+    job = rl.services.jobs.wait(r.json()["job_id"], timeout=120)
     assert job.counters["files_skipped"] == 6 and job.counters["texts_embedded"] == 0

@@ -116,7 +116,7 @@ def test_signatures_ping_and_ignored_pushes(client: TestClient) -> None:
     assert r.status_code == 202 and r.json()["status"] == "ignored"
     r = post(client, push_payload(["README.md"]))
     assert r.status_code == 202 and r.json()["status"] == "ignored"
-    assert rl_of(client).jobs.recent() == []
+    assert rl_of(client).services.jobs.recent() == []
 
 
 def test_webhook_without_a_secret_is_503(tmp_path: Path) -> None:
@@ -129,7 +129,7 @@ def test_push_pulls_and_reindexes_only_the_changed_lesson(client: TestClient,
                                                           repos: Repos) -> None:
     first = client.post("/ingestion/trigger", json={"path": str(repos.clone / "docs")})
     rl = rl_of(client)
-    rl.jobs.wait(first.json()["job_id"], timeout=60)
+    rl.services.jobs.wait(first.json()["job_id"], timeout=60)
     fake = fake_of(rl)
     texts = fake.texts_embedded
     edit_section(repos.author / "docs" / SENSING, "Cameras",
@@ -140,7 +140,7 @@ def test_push_pulls_and_reindexes_only_the_changed_lesson(client: TestClient,
     assert r.status_code == 202, r.text
     body = r.json()
     assert body["status"] == "queued" and body["paths"] == [SENSING, CODE]
-    job = rl.jobs.wait(body["job_id"], timeout=60)
+    job = rl.services.jobs.wait(body["job_id"], timeout=60)
     assert job.status == "succeeded" and job.trigger == "webhook"
     c = job.counters
     assert (c["files_seen"], c["files_changed"], c["files_deleted"]) == (1, 1, 1)

@@ -51,7 +51,7 @@ def page_url() -> Iterator[str]:
 
 
 def make_client(tmp_path: Path, **overrides: Any) -> TestClient:
-    settings = fake_settings(tmp_path, default_collection=None, max_upload_bytes=4096,
+    settings = fake_settings(tmp_path, default_collection="knowledge", max_upload_bytes=4096,
                              ingest_sync_max_bytes=2048, **overrides)
     return local_client(create_app(settings))
 
@@ -98,7 +98,7 @@ def test_large_upload_becomes_a_job(client: TestClient) -> None:
     r = upload(client, "long.txt", data)
     assert r.status_code == 202, r.text
     rl: Ragline = client.app.state.ragline  # type: ignore[attr-defined]
-    job = rl.jobs.wait(r.json()["jobId"], timeout=60)
+    job = rl.services.jobs.wait(r.json()["jobId"], timeout=60)
     assert job.status == "succeeded" and job.kind == "upload"
     status = client.get(f"/ingestion/status/{job.id}").json()
     assert status["result"]["sourceId"] == "upload/long.txt"

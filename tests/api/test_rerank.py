@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -18,6 +19,7 @@ from fastapi.testclient import TestClient
 from ragline.api import errors
 from ragline.api.app import create_app
 from ragline.api.routes import rerank as rerank_route
+from ragline.errors import InvalidInput
 from ragline.facade import Ragline
 from ragline.providers.rerankers.cross_encoder import CrossEncoderReranker, ModelSource
 from ragline.settings import Settings
@@ -48,11 +50,14 @@ def reranker() -> CrossEncoderReranker:
 
 
 def make_app(cross_encoder: Any) -> FastAPI:
-    """The rerank router with the real error handlers, without the store behind it."""
+    """The rerank router and the real error handlers over a real (empty) Ragline whose
+    reranker is replaced by ``cross_encoder``."""
     app = FastAPI()
     errors.install(app)
     app.include_router(rerank_route.router)
-    app.state.ragline = SimpleNamespace(cross_encoder=cross_encoder)
+    rl = Ragline(Settings(_env_file=None, data_dir=Path(tempfile.mkdtemp()))).start()
+    rl.services.reranker = cross_encoder
+    app.state.ragline = rl
     return app
 
 
@@ -161,7 +166,7 @@ def test_scoring_exception_is_500_with_details_and_logged(caplog: pytest.LogCapt
     body = resp.json()
     assert body["error"] == "rerank_failed"
     assert body["detail"] == "Reranking failed: ValueError: tensor shape mismatch (3 vs 4)"
-    failures = [r for r in caplog.records if r.name == "ragline.api.routes.rerank"]
+    failures = [r for r in caplog.records if r.name == "ragline.facade"]
     assert failures and failures[0].levelno == logging.ERROR and failures[0].exc_info
 
 
@@ -199,7 +204,7 @@ def test_wired_into_the_real_app(tmp_path: Path, reranker: CrossEncoderReranker)
         assert "cross_encoder" not in c.get("/health").json()
         resp = c.post("/rerank", json={"query": "q", "documents": DOCS[:3]})
         assert resp.status_code == 503 and resp.json()["detail"] == NOT_LOADED
-        rl.cross_encoder = reranker
+        rl.services.reranker = reranker
         assert c.get("/health").json()["cross_encoder"] == {
             "model": str(tiny_cross_encoder_dir()),
             "status": "loaded",
@@ -207,3 +212,26 @@ def test_wired_into_the_real_app(tmp_path: Path, reranker: CrossEncoderReranker)
         items = c.post("/rerank", json={"query": "q", "documents": DOCS[:3]}).json()["reranked"]
         assert sorted(it["id"] for it in items) == ["doc0", "doc1", "doc2"]
     rl.close()
+
+
+def test_reranker_configured_in_settings_is_loaded_by_library_and_app(tmp_path: Path) -> None:
+    """``Ragline(settings)`` and ``create_app(settings)`` load the configured cross-encoder
+    themselves (no CLI step), through the registry."""
+    model = tiny_cross_encoder_dir()
+    settings = Settings(_env_file=None, data_dir=tmp_path / "a", cross_encoder_path=model)
+    with Ragline(settings) as rl:
+        me = rl.owner()
+        ranked = rl.rerank(me, "q", DOCS[:3])
+        assert sorted(r["id"] for r in ranked) == ["doc0", "doc1", "doc2"]
+        assert rl.health()["cross_encoder"] == {"model": str(model), "status": "loaded"}
+    generic = Settings(_env_file=None, data_dir=tmp_path / "b", reranker="cross-encoder",
+                       reranker_options={"model": str(model), "local_files_only": True})
+    with local_client(create_app(generic)) as c:
+        assert c.get("/health").json()["cross_encoder"]["model"] == str(model)
+        items = c.post("/rerank", json={"query": "q", "documents": DOCS[:2]}).json()
+        assert {i["id"] for i in items["reranked"]} == {"doc0", "doc1"}
+    bad = Settings(_env_file=None, data_dir=tmp_path / "c", reranker="cross-encoder",
+                   reranker_options={"modell": "x", "api_key": "sk-secret"})
+    with pytest.raises(InvalidInput) as info:
+        Ragline(bad).start()
+    assert "'modell'" in info.value.message and "sk-secret" not in info.value.message

@@ -30,7 +30,7 @@ async def test_keys_never_share_a_call_and_results_keep_their_callers() -> None:
 
 
 async def test_an_exception_entry_reaches_only_its_caller() -> None:
-    def run(key: str, items: list[int]) -> list[object]:
+    def run(key: str, items: list[int]) -> list[int | BaseException]:
         return [ValueError(f"bad {i}") if i == 3 else i for i in items]
 
     c: Coalescer[str, int, int] = Coalescer(run, max_batch=8, max_wait_ms=20)

@@ -13,13 +13,13 @@ from ragline.settings import Settings
 
 
 def rl_at(path: Path) -> Ragline:
-    return Ragline(Settings(data_dir=path, _env_file=None))  # type: ignore[call-arg]
+    return Ragline(Settings(data_dir=path, _env_file=None)).start()  # type: ignore[call-arg]
 
 
 def fill(rl: Ragline, name: str, n: int) -> None:
-    rl.collections.create(name, {"keep": True})
+    rl.services.collections.create(name, {"keep": True})
     vecs = np.random.default_rng(0).normal(size=(n, 8))
-    rl.documents.add(name, [DocumentInput(f"t{i}", {"i": i}, vecs[i].tolist(), f"d{i}")
+    rl.services.documents.add(name, [DocumentInput(f"t{i}", {"i": i}, vecs[i].tolist(), f"d{i}")
                             for i in range(n)], "default")
 
 
@@ -32,10 +32,10 @@ def test_empty_that_fails_midway_deletes_nothing(tmp_path: Path,
     def boom(*a: object) -> None:
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(rl.catalog, "swap_shard", boom)
+    monkeypatch.setattr(rl.services.catalog, "swap_shard", boom)
     with pytest.raises(RuntimeError):
-        rl.collections.empty("c", "default")
-    assert rl.documents.count("c", "default") == 50
+        rl.services.collections.empty("c", "default")
+    assert rl.services.documents.count("c", "default") == 50
     assert set(p.name for p in rl.settings.shards_dir().iterdir()) == before  # new shard gone
     rl.close()
 
@@ -44,22 +44,22 @@ def test_crash_after_swap_is_finished_at_next_start(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     rl = rl_at(tmp_path)
     fill(rl, "c", 20)
-    old = rl.collections.get("c").shard
-    monkeypatch.setattr(rl.collections, "_drop_retired", lambda shard: None)  # "crash"
-    assert rl.collections.empty("c", "default") == 20
+    old = rl.services.collections.get("c").shard
+    monkeypatch.setattr(rl.services.collections, "_drop_retired", lambda shard: None)  # "crash"
+    assert rl.services.collections.empty("c", "default") == 20
     assert (rl.settings.shards_dir() / old).exists()
     rl.close()
     rl2 = rl_at(tmp_path)
     assert not (rl2.settings.shards_dir() / old).exists()
-    assert rl2.catalog.retired_shards() == []
-    assert rl2.documents.count("c", "default") == 0
-    assert rl2.collections.get("c").metadata == {"keep": True}
+    assert rl2.services.catalog.retired_shards() == []
+    assert rl2.services.documents.count("c", "default") == 0
+    assert rl2.services.collections.get("c").metadata == {"keep": True}
     rl2.close()
 
 
 def test_orphan_shard_from_interrupted_create_is_removed(tmp_path: Path) -> None:
     rl = rl_at(tmp_path)
-    rl.store.create_shard("deadbeef", 8)  # as if the catalog insert never happened
+    rl.services.store.create_shard("deadbeef", 8)  # as if the catalog insert never happened
     rl.close()
     rl2 = rl_at(tmp_path)
     assert not (rl2.settings.shards_dir() / "deadbeef").exists()
@@ -69,7 +69,7 @@ def test_orphan_shard_from_interrupted_create_is_removed(tmp_path: Path) -> None
 def test_delete_then_recreate_same_name_starts_empty(tmp_path: Path) -> None:
     rl = rl_at(tmp_path)
     fill(rl, "c", 10)
-    rl.collections.delete("c")
-    rl.collections.create("c")
-    assert rl.documents.count("c", "default") == 0
+    rl.services.collections.delete("c")
+    rl.services.collections.create("c")
+    assert rl.services.documents.count("c", "default") == 0
     rl.close()

@@ -29,9 +29,9 @@ T = "default"
 
 @pytest.fixture
 def ingested(tmp_path: Path) -> Iterator[tuple[Ragline, list[Record]]]:
-    rl = Ragline(fake_settings(tmp_path))
+    rl = Ragline(fake_settings(tmp_path)).start()
     book = copy_book(tmp_path)
-    rl.ingest.run_directory("book", T, book)
+    rl.services.ingest.run_directory("book", T, book)
     yield rl, by_parent(stored(rl))[sid(SENSING)]
     rl.close()
 
@@ -54,53 +54,53 @@ def test_join_removes_the_overlap_between_neighbours(
 
 def test_context_neighbours_window_and_ends(ingested: tuple[Ragline, list[Record]]) -> None:
     rl, chunks = ingested
-    info = rl.collections.get("book")
-    first = get_context(rl.store, info, T, chunks[0].id)
+    info = rl.services.collections.get("book")
+    first = get_context(rl.services.store, info, T, chunks[0].id)
     assert first["prev"] is None and first["prev_chunk_id"] is None  # FR-016a
     assert first["next"]["id"] == chunks[1].id == first["next_chunk_id"]
-    last = get_context(rl.store, info, T, chunks[-1].id)
+    last = get_context(rl.services.store, info, T, chunks[-1].id)
     assert last["next"] is None and last["next_chunk_id"] is None  # FR-016b
-    mid = get_context(rl.store, info, T, chunks[3].id, window=2)
+    mid = get_context(rl.services.store, info, T, chunks[3].id, window=2)
     assert [c["id"] for c in mid["prev"]] == [chunks[1].id, chunks[2].id]
     assert [c["id"] for c in mid["next"]] == [chunks[4].id, chunks[5].id]
-    edge = get_context(rl.store, info, T, chunks[1].id, window=5)
+    edge = get_context(rl.services.store, info, T, chunks[1].id, window=5)
     assert [c["id"] for c in edge["prev"]] == [chunks[0].id]
     with pytest.raises(DocumentNotFound):
-        get_context(rl.store, info, T, "no-such-chunk")
+        get_context(rl.services.store, info, T, "no-such-chunk")
 
 
 def test_dangling_links_are_answered_as_null(ingested: tuple[Ragline, list[Record]]) -> None:
     rl, chunks = ingested
-    info = rl.collections.get("book")
-    rl.store.delete_ids(info.shard, T, [chunks[2].id])
-    body = get_context(rl.store, info, T, chunks[3].id)
+    info = rl.services.collections.get("book")
+    rl.services.store.delete_ids(info.shard, T, [chunks[2].id])
+    body = get_context(rl.services.store, info, T, chunks[3].id)
     assert body["prev"] is None and body["chunk"]["prev_chunk_id"] is None
     assert body["next"]["id"] == chunks[4].id
 
 
 def test_lesson_is_whole_and_ordered(ingested: tuple[Ragline, list[Record]]) -> None:
     rl, chunks = ingested
-    info = rl.collections.get("book")
-    lesson = get_lesson(rl.store, info, T, sid(SENSING))
+    info = rl.services.collections.get("book")
+    lesson = get_lesson(rl.services.store, info, T, sid(SENSING))
     assert lesson["total_chunks"] == len(chunks)
     assert [c["id"] for c in lesson["chunks"]] == [c.id for c in chunks]
     assert [c["chunk_index"] for c in lesson["chunks"]] == list(range(len(chunks)))
     assert lesson["title"] == "Lesson 1.1: How Robots Sense"
     with pytest.raises(NotFound):
-        get_lesson(rl.store, info, T, "module-9/none")
+        get_lesson(rl.services.store, info, T, "module-9/none")
 
 
 def test_expand_hits_modes(ingested: tuple[Ragline, list[Record]]) -> None:
     rl, chunks = ingested
-    info = rl.collections.get("book")
+    info = rl.services.collections.get("book")
     hits = [ScoredRecord(c.id, c.text, c.metadata, 0.5) for c in (chunks[0], chunks[4])]
-    assert expand_hits(rl.store, info, T, hits, "none") == [{}, {}]
-    nb = expand_hits(rl.store, info, T, hits, "neighbors")
+    assert expand_hits(rl.services.store, info, T, hits, "none") == [{}, {}]
+    nb = expand_hits(rl.services.store, info, T, hits, "neighbors")
     assert nb[0]["context_ids"] == [chunks[0].id, chunks[1].id]
     assert nb[1]["context_ids"] == [chunks[3].id, chunks[4].id, chunks[5].id]
     assert chunks[4].text in nb[1]["context"]
-    sec = expand_hits(rl.store, info, T, hits, "section")
+    sec = expand_hits(rl.services.store, info, T, hits, "section")
     section = chunks[4].metadata["section_id"]
     assert sec[1]["context_ids"] == [c.id for c in chunks if c.metadata["section_id"] == section]
-    doc = expand_hits(rl.store, info, T, hits, "document")
+    doc = expand_hits(rl.services.store, info, T, hits, "document")
     assert doc[0]["context_ids"] == doc[1]["context_ids"] == [c.id for c in chunks]

@@ -38,7 +38,7 @@ def book(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def rl(tmp_path: Path) -> Iterator[Ragline]:
-    r = Ragline(fake_settings(tmp_path))
+    r = Ragline(fake_settings(tmp_path)).start()
     yield r
     r.close()
 
@@ -51,7 +51,7 @@ def expected_hashes(book: Path, rel: str) -> list[str]:
 
 def test_first_run_embeds_every_chunk_once_and_writes_full_records(rl: Ragline,
                                                                    book: Path) -> None:
-    stats = rl.ingest.run_directory("book", T, book)
+    stats = rl.services.ingest.run_directory("book", T, book)
     records = stored(rl)
     fake = fake_of(rl)
     distinct = {r.text for r in records}
@@ -73,7 +73,7 @@ def test_first_run_embeds_every_chunk_once_and_writes_full_records(rl: Ragline,
     assert m["hardware_tier"] == 2 and m["proficiency_level"] == "B1"
     assert m["fm_id"] == "lesson-1-1-how-robots-sense"
     for r in sensing:
-        assert r.metadata["token_count"] <= CHUNK_TOKENS
+        assert int(r.metadata["token_count"]) <= CHUNK_TOKENS  # type: ignore[arg-type]
         assert r.metadata["content_hash"] and r.metadata["source_hash"]
         assert r.metadata["created_at"] and r.metadata["updated_at"]
         assert r.metadata["section_id"] and "section_title" in r.metadata
@@ -81,11 +81,11 @@ def test_first_run_embeds_every_chunk_once_and_writes_full_records(rl: Ragline,
 
 
 def test_rerun_without_changes_embeds_and_writes_nothing(rl: Ragline, book: Path) -> None:
-    rl.ingest.run_directory("book", T, book)
+    rl.services.ingest.run_directory("book", T, book)
     before = {r.id: r.metadata["updated_at"] for r in stored(rl)}
     fake = fake_of(rl)
     calls = fake.calls
-    stats = rl.ingest.run_directory("book", T, book)
+    stats = rl.services.ingest.run_directory("book", T, book)
     assert (stats.files_skipped, stats.files_changed, stats.texts_embedded) == (6, 0, 0)
     assert (stats.chunks_created, stats.chunks_updated, stats.chunks_deleted) == (0, 0, 0)
     assert fake.calls == calls
@@ -93,7 +93,7 @@ def test_rerun_without_changes_embeds_and_writes_nothing(rl: Ragline, book: Path
 
 
 def test_changed_section_re_embeds_only_new_text(rl: Ragline, book: Path) -> None:
-    rl.ingest.run_directory("book", T, book)
+    rl.services.ingest.run_directory("book", T, book)
     old = by_parent(stored(rl))
     old_hashes = {r.metadata["content_hash"] for r in old[sid(SENSING)]}
     other_ids = {r.id: r.metadata["updated_at"] for p, rs in old.items() if p != sid(SENSING)
@@ -103,7 +103,7 @@ def test_changed_section_re_embeds_only_new_text(rl: Ragline, book: Path) -> Non
     new_hashes = expected_hashes(book, SENSING)
     fake = fake_of(rl)
     texts = fake.texts_embedded
-    stats = rl.ingest.run_directory("book", T, book)
+    stats = rl.services.ingest.run_directory("book", T, book)
     fresh = set(new_hashes) - old_hashes
     gone = old_hashes - set(new_hashes)
     assert fresh and gone
@@ -120,7 +120,7 @@ def test_changed_section_re_embeds_only_new_text(rl: Ragline, book: Path) -> Non
 
 
 def test_added_deleted_and_renamed_files(rl: Ragline, book: Path) -> None:
-    rl.ingest.run_directory("book", T, book)
+    rl.services.ingest.run_directory("book", T, book)
     fake = fake_of(rl)
     total = len(stored(rl))
     # add
@@ -129,7 +129,7 @@ def test_added_deleted_and_renamed_files(rl: Ragline, book: Path) -> None:
                                 "and gearboxes, torque and speed.\n")
     n_new = len(expected_hashes(book, new_rel))
     texts = fake.texts_embedded
-    stats = rl.ingest.run_directory("book", T, book)
+    stats = rl.services.ingest.run_directory("book", T, book)
     assert (stats.files_changed, stats.chunks_created, stats.texts_embedded) == (1, n_new, n_new)
     assert fake.texts_embedded - texts == n_new
     assert len(stored(rl)) == total + n_new
@@ -137,17 +137,17 @@ def test_added_deleted_and_renamed_files(rl: Ragline, book: Path) -> None:
     n_code = len(by_parent(stored(rl))[sid(CODE)])
     (book / CODE).unlink()
     texts = fake.texts_embedded
-    stats = rl.ingest.run_directory("book", T, book)
+    stats = rl.services.ingest.run_directory("book", T, book)
     assert (stats.files_deleted, stats.chunks_deleted, stats.texts_embedded) == (1, n_code, 0)
     assert fake.texts_embedded == texts
     assert sid(CODE) not in by_parent(stored(rl))
-    assert rl.ingest.state_of("book", T, sid(CODE)) is None
+    assert rl.services.ingest.state_of("book", T, sid(CODE)) is None
     assert len(stored(rl)) == total + n_new - n_code
     # rename: delete + add, vectors reused from the deleted source
     n_mdx = len(by_parent(stored(rl))[sid(MDX)])
     renamed = "module-1-foundations/chapter-2-code/09-components-renamed.mdx"
     (book / MDX).rename(book / renamed)
-    stats = rl.ingest.run_directory("book", T, book)
+    stats = rl.services.ingest.run_directory("book", T, book)
     assert (stats.files_changed, stats.files_deleted) == (1, 1)
     assert (stats.chunks_created, stats.chunks_deleted, stats.texts_embedded) == (
         n_mdx, n_mdx, 0)
@@ -160,52 +160,53 @@ def test_added_deleted_and_renamed_files(rl: Ragline, book: Path) -> None:
 
 def test_full_mode_re_embeds_everything_and_recreate_swaps_the_shard(rl: Ragline,
                                                                      book: Path) -> None:
-    rl.ingest.run_directory("book", T, book)
+    rl.services.ingest.run_directory("book", T, book)
     count = len(stored(rl))
     ids = {r.id for r in stored(rl)}
-    stats = rl.ingest.run_directory("book", T, book, "full")
+    stats = rl.services.ingest.run_directory("book", T, book, "full")
     assert stats.files_changed == 6 and stats.texts_embedded == len({r.text for r in stored(rl)})
     assert (stats.chunks_created, stats.chunks_updated, stats.chunks_deleted) == (0, count, 0)
-    rl.collections.update_metadata("book", {"owner": "docs team"}, merge=True)
-    old_shard = rl.collections.get("book").shard
-    stats = rl.ingest.run_directory("book", T, book, "recreate")
-    info = rl.collections.get("book")
-    assert info.shard != old_shard and not rl.store.has_shard(old_shard)
+    rl.services.collections.update_metadata("book", {"owner": "docs team"}, merge=True)
+    old_shard = rl.services.collections.get("book").shard
+    stats = rl.services.ingest.run_directory("book", T, book, "recreate")
+    info = rl.services.collections.get("book")
+    assert info.shard != old_shard and not rl.services.store.has_shard(old_shard)
     assert info.metadata["owner"] == "docs team"
     assert (stats.chunks_created, stats.chunks_deleted) == (count, count)
     assert {r.id for r in stored(rl)} == ids
     check_chains(stored(rl))
-    again = rl.ingest.run_directory("book", T, book)
+    again = rl.services.ingest.run_directory("book", T, book)
     assert again.files_skipped == 6 and again.texts_embedded == 0
 
 
 def test_emptied_collection_is_rebuilt_by_the_next_incremental_run(rl: Ragline,
                                                                   book: Path) -> None:
-    rl.ingest.run_directory("book", T, book)
+    rl.services.ingest.run_directory("book", T, book)
     count = len(stored(rl))
-    rl.collections.empty("book", T)
-    stats = rl.ingest.run_directory("book", T, book)
+    rl.services.collections.empty("book", T)
+    stats = rl.services.ingest.run_directory("book", T, book)
     assert stats.files_changed == 6 and len(stored(rl)) == count
 
 
 def test_restricted_run_reads_only_the_listed_paths(rl: Ragline, book: Path) -> None:
-    rl.ingest.run_directory("book", T, book)
+    rl.services.ingest.run_directory("book", T, book)
     edit_section(book / SENSING, "Cameras", "Only this edit should be picked up now.")
     edit_section(book / CODE, "Message Rates", "This edit waits for the next full scan.")
     (book / MDX).unlink()
-    stats = rl.ingest.run_directory("book", T, book, restrict=[SENSING, MDX, "img/logo.png"])
+    stats = rl.services.ingest.run_directory("book", T, book,
+                                             restrict=[SENSING, MDX, "img/logo.png"])
     assert (stats.files_seen, stats.files_changed, stats.files_deleted) == (1, 1, 1)
-    assert rl.ingest.state_of("book", T, sid(CODE)) is not None
-    code_hash = rl.ingest.state_of("book", T, sid(CODE)).source_hash  # type: ignore[union-attr]
-    stats = rl.ingest.run_directory("book", T, book)
+    assert rl.services.ingest.state_of("book", T, sid(CODE)) is not None
+    code_hash = rl.services.ingest.state_of("book", T, sid(CODE)).source_hash  # type: ignore[union-attr]
+    stats = rl.services.ingest.run_directory("book", T, book)
     assert stats.files_changed == 1
-    assert rl.ingest.state_of("book", T, sid(CODE)).source_hash != code_hash  # type: ignore[union-attr]
+    assert rl.services.ingest.state_of("book", T, sid(CODE)).source_hash != code_hash  # type: ignore[union-attr]
 
 
 def test_empty_file_removes_its_chunks_with_a_warning(rl: Ragline, book: Path) -> None:
-    rl.ingest.run_directory("book", T, book)
+    rl.services.ingest.run_directory("book", T, book)
     (book / MDX).write_text("   \n")
-    stats = rl.ingest.run_directory("book", T, book)
+    stats = rl.services.ingest.run_directory("book", T, book)
     assert stats.files_failed == 1 and stats.chunks_deleted > 0
     assert any("empty" in w for w in stats.warnings)
     assert sid(MDX) not in by_parent(stored(rl))
@@ -215,6 +216,6 @@ def test_missing_path_and_bad_mode_are_refused(rl: Ragline, tmp_path: Path) -> N
     from ragline.errors import InvalidInput
 
     with pytest.raises(InvalidInput, match="does not exist"):
-        rl.ingest.run_directory("book", T, tmp_path / "nope")
+        rl.services.ingest.run_directory("book", T, tmp_path / "nope")
     with pytest.raises(InvalidInput, match="Invalid mode"):
-        rl.ingest.run_directory("book", T, tmp_path, "sideways")
+        rl.services.ingest.run_directory("book", T, tmp_path, "sideways")

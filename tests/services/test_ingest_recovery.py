@@ -9,9 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ragline.errors import ProviderError
+from ragline.errors import IngestCancelled, ProviderError
 from ragline.facade import Ragline
-from ragline.services.ingest_stats import IngestCancelled
 from tests.ingestion_support import (
     MDX,
     SENSING,
@@ -42,16 +41,16 @@ def book(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def rl(tmp_path: Path) -> Iterator[Ragline]:
-    r = Ragline(fake_settings(tmp_path, ingest_retry_attempts=3))
+    r = Ragline(fake_settings(tmp_path, ingest_retry_attempts=3)).start()
     yield r
     r.close()
 
 
 def fresh_count(tmp_path: Path, book: Path) -> tuple[int, set[str]]:
     """Chunks and ids a clean ingestion of ``book`` produces (the repaired state)."""
-    clean = Ragline(fake_settings(tmp_path / "clean"))
+    clean = Ragline(fake_settings(tmp_path / "clean")).start()
     try:
-        clean.ingest.run_directory("book", T, book)
+        clean.services.ingest.run_directory("book", T, book)
         records = stored(clean)
         return len(records), {r.id for r in records}
     finally:
@@ -60,8 +59,8 @@ def fresh_count(tmp_path: Path, book: Path) -> tuple[int, set[str]]:
 
 def test_crash_between_write_and_delete_is_repaired(rl: Ragline, book: Path, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    rl.ingest.run_directory("book", T, book)
-    old_state = rl.ingest.state_of("book", T, sid(SENSING))
+    rl.services.ingest.run_directory("book", T, book)
+    old_state = rl.services.ingest.state_of("book", T, sid(SENSING))
     assert old_state is not None
     edit_section(book / SENSING, "Cameras", "A rewritten camera section, short and new.")
     before = len(stored(rl))
@@ -69,17 +68,17 @@ def test_crash_between_write_and_delete_is_repaired(rl: Ragline, book: Path, tmp
     def crash(*args: Any, **kwargs: Any) -> int:
         raise Boom("killed between upsert and delete")
 
-    monkeypatch.setattr(rl.store, "delete_ids", crash)
+    monkeypatch.setattr(rl.services.store, "delete_ids", crash)
     with pytest.raises(Boom):
-        rl.ingest.run_directory("book", T, book)
+        rl.services.ingest.run_directory("book", T, book)
     monkeypatch.undo()
     crashed = stored(rl)
     assert len(crashed) > before  # old and new chunks side by side: still searchable
-    state = rl.ingest.state_of("book", T, sid(SENSING))
+    state = rl.services.ingest.state_of("book", T, sid(SENSING))
     assert state == old_state  # the state still describes the old version
     fake = fake_of(rl)
     texts = fake.texts_embedded
-    stats = rl.ingest.run_directory("book", T, book)
+    stats = rl.services.ingest.run_directory("book", T, book)
     assert stats.files_changed == 1 and stats.texts_embedded == 0  # vectors were written
     assert fake.texts_embedded == texts
     count, ids = fresh_count(tmp_path, book)
@@ -90,20 +89,20 @@ def test_crash_between_write_and_delete_is_repaired(rl: Ragline, book: Path, tmp
 
 def test_crash_before_state_commit_of_a_new_file_then_deleted(
         rl: Ragline, book: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    rl.ingest.run_directory("book", T, book)
+    rl.services.ingest.run_directory("book", T, book)
     rel = "module-1-foundations/chapter-2-code/05-short-lived.md"
     (book / rel).write_text("# Short lived\n\n## Section\n\nWords that will vanish soon.\n")
 
     def crash(*args: Any, **kwargs: Any) -> None:
         raise Boom("killed before the state commit")
 
-    monkeypatch.setattr(rl.ingest_state, "commit", crash)
+    monkeypatch.setattr(rl.services.ingest_state, "commit", crash)
     with pytest.raises(Boom):
-        rl.ingest.run_directory("book", T, book)
+        rl.services.ingest.run_directory("book", T, book)
     monkeypatch.undo()
     assert sid(rel) in by_parent(stored(rl))  # written, but not committed
     (book / rel).unlink()
-    stats = rl.ingest.run_directory("book", T, book)
+    stats = rl.services.ingest.run_directory("book", T, book)
     assert stats.files_deleted == 1
     assert sid(rel) not in by_parent(stored(rl))
     count, ids = fresh_count(tmp_path, book)
@@ -112,14 +111,14 @@ def test_crash_before_state_commit_of_a_new_file_then_deleted(
 
 def test_failing_embedder_leaves_the_index_untouched_and_is_retried(
         rl: Ragline, book: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    rl.ingest.run_directory("book", T, book)
+    rl.services.ingest.run_directory("book", T, book)
     snapshot = {r.id: r.text for r in stored(rl)}
     fake = fake_of(rl)
     fake.fail_with = ConnectionError("embedding API down")
     edit_section(book / SENSING, "Cameras", "Camera text that cannot be embedded right now.")
     calls = fake.calls
     with pytest.raises(ProviderError, match="after 3 attempt"):
-        rl.ingest.run_directory("book", T, book)
+        rl.services.ingest.run_directory("book", T, book)
     assert fake.calls - calls == 3
     assert {r.id: r.text for r in stored(rl)} == snapshot
     # transient: two failures, then success
@@ -133,38 +132,38 @@ def test_failing_embedder_leaves_the_index_untouched_and_is_retried(
         return real(texts, input_type)
 
     monkeypatch.setattr(fake, "embed", flaky)
-    stats = rl.ingest.run_directory("book", T, book)
+    stats = rl.services.ingest.run_directory("book", T, book)
     assert stats.embedding_calls == 3 and stats.files_changed == 1
     assert sum("retrying" in w for w in stats.warnings) == 2
     check_chains(stored(rl))
 
 
 def test_stop_request_keeps_what_was_committed(rl: Ragline, book: Path) -> None:
-    rl.ingest.run_directory("book", T, book)
+    rl.services.ingest.run_directory("book", T, book)
     (book / MDX).unlink()
     edit_section(book / SENSING, "Cameras", "Edited before a shutdown.")
     with pytest.raises(IngestCancelled):
-        rl.ingest.run_directory("book", T, book, should_stop=lambda: True)
-    stats = rl.ingest.run_directory("book", T, book)
+        rl.services.ingest.run_directory("book", T, book, should_stop=lambda: True)
+    stats = rl.services.ingest.run_directory("book", T, book)
     assert (stats.files_changed, stats.files_deleted) == (1, 1)
     check_chains(stored(rl))
 
 
 def test_text_and_upload_sources_are_per_tenant_and_idempotent(rl: Ragline) -> None:
     text = "## Notes\n\nGrippers need force control.\n\n## More\n\nSuction cups need seals."
-    first = rl.ingest.ingest_text("book", "alice", text, "Gripper notes")
+    first = rl.services.ingest.ingest_text("book", "alice", text, "Gripper notes")
     assert not first.unchanged and first.chunks == first.chunks_created >= 1
-    again = rl.ingest.ingest_text("book", "alice", text, "Gripper notes")
+    again = rl.services.ingest.ingest_text("book", "alice", text, "Gripper notes")
     assert again.unchanged and again.texts_embedded == 0 and again.chunks == first.chunks
-    bob = rl.ingest.ingest_text("book", "bob", text, "Gripper notes")
+    bob = rl.services.ingest.ingest_text("book", "bob", text, "Gripper notes")
     assert bob.source_id == first.source_id
     alice_ids = {r.id for r in stored(rl, tenant="alice")}
     bob_ids = {r.id for r in stored(rl, tenant="bob")}
     assert len(alice_ids) == len(bob_ids) == first.chunks and not alice_ids & bob_ids
-    up = rl.ingest.ingest_bytes("book", "alice", b"Line one.\n\nLine two about arms.",
+    up = rl.services.ingest.ingest_bytes("book", "alice", b"Line one.\n\nLine two about arms.",
                                 "notes.txt")
     assert up.source_id == "upload/notes.txt"
     meta = by_parent(stored(rl, tenant="alice"))["upload/notes.txt"][0].metadata
     assert meta["original_filename"] == "notes.txt" and meta["source_type"] == "txt"
-    assert rl.ingest.delete_source("book", "alice", "upload/notes.txt") == up.chunks
+    assert rl.services.ingest.delete_source("book", "alice", "upload/notes.txt") == up.chunks
     assert "upload/notes.txt" not in by_parent(stored(rl, tenant="alice"))

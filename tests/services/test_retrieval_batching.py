@@ -13,7 +13,7 @@ import pytest
 from ragline.core.types import ScoredRecord, StoreQuery
 from ragline.facade import Ragline
 from ragline.services.documents import DocumentInput
-from ragline.services.retrieval import SearchQuery
+from ragline.services.retrieval import Mode, SearchQuery
 from ragline.testing.store_conformance import ranking
 from tests.ingestion_support import fake_settings
 
@@ -23,20 +23,21 @@ WORDS = ["lidar", "camera", "imu", "encoder", "gripper", "planner", "map", "odom
 
 @pytest.fixture
 def rl(tmp_path: Path) -> Iterator[Ragline]:
-    r = Ragline(fake_settings(tmp_path, search_max_wait_ms=20))
-    r.collections.create("docs", embedding_provider="fake")
+    r = Ragline(fake_settings(tmp_path, search_max_wait_ms=20)).start()
+    r.services.collections.create("docs", embedding_provider="fake")
     rng = random.Random(7)  # varied texts: few exact score ties
     docs = [DocumentInput(" ".join(rng.choices(WORDS, k=rng.randint(2, 7))) + f" note {i}",
                           {"n": i}) for i in range(60)]
-    r.documents.add("docs", docs, "default")
-    r.documents.add("docs", docs[:5], "other")  # another tenant, same shard
+    r.services.documents.add("docs", docs, "default")
+    r.services.documents.add("docs", docs[:5], "other")  # another tenant, same shard
     yield r
     r.close()
 
 
 def queries() -> list[SearchQuery]:
     out = []
-    for i, mode in enumerate(["dense", "sparse", "hybrid"] * 6):
+    modes: list[Mode] = ["dense", "sparse", "hybrid"]
+    for i, mode in enumerate(modes * 6):
         out.append(SearchQuery("docs", "other" if i % 7 == 0 else "default",
                                query=f"{WORDS[i % 8]} {WORDS[(i + 2) % 8]}", mode=mode,
                                limit=5, fusion="rrf" if i % 2 else "dbsf"))
@@ -49,24 +50,25 @@ def ids(hits: list[ScoredRecord]) -> list[tuple[float, str]]:
 
 def test_concurrent_searches_share_store_calls_and_rank_as_alone(rl: Ragline) -> None:
     calls: list[int] = []
-    real = rl.store.query_batch
+    real = rl.services.store.query_batch
 
     def counting(key: str, qs: list[StoreQuery]) -> list[list[ScoredRecord]]:
         calls.append(len(qs))
         return real(key, qs)
 
-    rl.store.query_batch = counting  # type: ignore[method-assign]
-    alone = [rl.retrieval.search_sync(q) for q in queries()]
+    rl.services.store.query_batch = counting  # type: ignore[assignment]
+    alone = [rl.call_sync(rl.services.retrieval.search, q) for q in queries()]
     calls.clear()
+    items_before = rl.services.retrieval.batching_stats()["items"]
 
     async def together() -> list[Any]:
-        return await asyncio.gather(*(rl.retrieval.search(q) for q in queries()))
+        return await asyncio.gather(*(rl.services.retrieval.search(q) for q in queries()))
 
     batched = asyncio.run(together())
     assert [ids(r.hits) for r in batched] == [ids(r.hits) for r in alone]
     assert [r.mode for r in batched] == [q.mode for q in queries()]
     assert sum(calls) == len(queries()) and len(calls) < len(queries())
-    assert rl.retrieval.batching_stats()["items"] == len(queries())
+    assert rl.services.retrieval.batching_stats()["items"] - items_before == len(queries())
     other = {h.id for q, r in zip(queries(), batched, strict=True) if q.tenant == "other"
              for h in r.hits}
     mine = {h.id for q, r in zip(queries(), batched, strict=True) if q.tenant == "default"
@@ -75,22 +77,22 @@ def test_concurrent_searches_share_store_calls_and_rank_as_alone(rl: Ragline) ->
 
 
 def test_one_failing_query_does_not_fail_its_batch_mates(rl: Ragline) -> None:
-    real = rl.store.query_batch
+    real = rl.services.store.query_batch
 
     def poisoned(key: str, qs: list[StoreQuery]) -> list[list[ScoredRecord]]:
         if any(q.text == "poison" for q in qs):
             raise RuntimeError("this query breaks the store")
         return real(key, qs)
 
-    rl.store.query_batch = poisoned  # type: ignore[method-assign]
+    rl.services.store.query_batch = poisoned  # type: ignore[assignment]
     good = queries()[:6]
     bad = SearchQuery("docs", "default", query="poison", mode="sparse")
 
     async def together() -> list[Any]:
-        return await asyncio.gather(*(rl.retrieval.search(q) for q in [*good, bad]),
+        return await asyncio.gather(*(rl.services.retrieval.search(q) for q in [*good, bad]),
                                     return_exceptions=True)
 
     res = asyncio.run(together())
     assert isinstance(res[-1], RuntimeError)
-    assert [ids(r.hits) for r in res[:-1]] == [ids(rl.retrieval.search_sync(q).hits)
-                                               for q in good]
+    search = rl.services.retrieval.search
+    assert [ids(r.hits) for r in res[:-1]] == [ids(rl.call_sync(search, q).hits) for q in good]

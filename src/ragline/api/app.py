@@ -40,12 +40,14 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
         limiter = anyio.to_thread.current_default_thread_limiter()
         limiter.total_tokens = settings.worker_threads
         owned = ragline is None
-        app.state.ragline = ragline or Ragline(settings)
+        rl = ragline or Ragline(settings)
+        rl.start()  # idempotent: a caller that built and started it keeps ownership
+        app.state.ragline = rl
         try:
             yield
         finally:
             if owned:
-                app.state.ragline.close()
+                rl.close()
 
     app = FastAPI(title="ragline", version=__version__, lifespan=lifespan,
                   description="Self-hosted RAG backend: collections, documents, search.")

@@ -1,4 +1,4 @@
-"""FastAPI dependencies: the facade and the caller's tenant."""
+"""FastAPI dependencies: the facade and the calling principal."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from ragline.core.principal import Principal
 from ragline.facade import Ragline
 
 
@@ -15,11 +16,11 @@ async def get_ragline(request: Request) -> Ragline:
     return rl
 
 
-async def get_tenant(request: Request) -> str:
-    """The tenant of the caller; the default tenant until authentication lands."""
+async def get_caller(request: Request) -> Principal:
+    """Who is calling. Until API keys land every caller is the data directory's owner."""
     rl: Ragline = request.app.state.ragline
-    return rl.tenant
+    return rl.owner()
 
 
 RL = Annotated[Ragline, Depends(get_ragline)]
-Tenant = Annotated[str, Depends(get_tenant)]
+Caller = Annotated[Principal, Depends(get_caller)]

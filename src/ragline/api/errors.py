@@ -26,6 +26,17 @@ def error_body(status: int, code: str, message: str, **extra: Any) -> dict[str, 
     return {"detail": message, "error": code, "message": message, **extra}
 
 
+def internal_error(request: Request, exc: BaseException) -> JSONResponse:
+    """A bug: the body carries an error id and nothing else; the log has the traceback
+    under the same id, so an operator can find it and a client learns nothing internal."""
+    error_id = uuid.uuid4().hex[:16]
+    log.error("internal error %s on %s %s", error_id, request.method, request.url.path,
+              exc_info=exc)
+    return JSONResponse(error_body(500, "internal_error",
+                                   f"Internal error (id {error_id}); the server log has "
+                                   "the details", error_id=error_id), status_code=500)
+
+
 def _describe(err: dict[str, Any]) -> str:
     loc = [str(p) for p in err.get("loc", ())]
     if loc and loc[0] in ("body", "query", "path", "header", "cookie"):
@@ -41,8 +52,6 @@ def _describe(err: dict[str, Any]) -> str:
 def install(app: FastAPI) -> None:
     @app.exception_handler(RaglineError)
     async def _ragline(_: Request, exc: RaglineError) -> JSONResponse:
-        if exc.status > 500:
-            log.error("%s: %s", exc.code, exc.message)
         if exc.status == 500:
             # every 500 carries an id that is also in the log; a store failure's own text
             # can name files, so it goes to the log only (issue 10)
@@ -50,9 +59,11 @@ def install(app: FastAPI) -> None:
             log.error("%s %s: %s", exc.code, error_id, exc.message)
             message = exc.message
             if isinstance(exc, StoreError):
-                message = f"Internal storage error (error id {error_id})"
-            return JSONResponse(error_body(exc.status, exc.code, message, error_id=error_id),
-                                status_code=exc.status)
+                message = f"Internal storage error (id {error_id}); the server log has the details"
+            return JSONResponse(error_body(500, exc.code, message, error_id=error_id),
+                                status_code=500)
+        if exc.status > 500:
+            log.error("%s: %s", exc.code, exc.message)
         headers = ({"Retry-After": str(exc.retry_after)}
                    if isinstance(exc, TooManyRequests) else None)
         return JSONResponse(error_body(exc.status, exc.code, exc.message), status_code=exc.status,
@@ -74,11 +85,5 @@ def install(app: FastAPI) -> None:
                             status_code=exc.status_code)
 
     @app.exception_handler(Exception)
-    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
-        # the exception text can hold paths or values: it goes to the log, under an
-        # id the client can quote, never into the body (issue 10)
-        error_id = uuid.uuid4().hex[:16]
-        log.error("unhandled error %s", error_id, exc_info=exc)
-        return JSONResponse(error_body(500, "internal_error",
-                                       f"Internal error (error id {error_id})",
-                                       error_id=error_id), status_code=500)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        return internal_error(request, exc)

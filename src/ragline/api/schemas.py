@@ -56,6 +56,11 @@ class VectorSearch(BaseModel):
         "section or its whole source (see services/expand.py).")
 
 
+BOOK_FILTERS = ("hardware_tier", "module", "chapter_min", "chapter_max", "lesson",
+                "proficiency_levels", "layer")
+"""The book-style parameters of ``POST /search``, ANDed with ``where``."""
+
+
 class BookSearch(VectorSearch):
     """``POST /search`` (spec 004): a default collection plus the book's filters."""
 

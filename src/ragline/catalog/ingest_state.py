@@ -215,12 +215,19 @@ class JobTable:
             "SELECT * FROM ingest_jobs WHERE id=?", (job_id,)).fetchone()
         return self._row(row) if row else None
 
-    def recent(self, limit: int = 20, collection: str | None = None) -> list[Job]:
+    def recent(self, limit: int = 20, collection: str | None = None,
+               tenant: str | None = None) -> list[Job]:
         sql = "SELECT * FROM ingest_jobs"
+        conds: list[str] = []
         args: tuple[Any, ...] = ()
         if collection is not None:
-            sql += " WHERE collection=?"
-            args = (collection,)
+            conds.append("collection=?")
+            args += (collection,)
+        if tenant is not None:
+            conds.append("tenant=?")
+            args += (tenant,)
+        if conds:
+            sql += " WHERE " + " AND ".join(conds)
         sql += " ORDER BY created_at DESC, rowid DESC LIMIT ?"
         return [self._row(r) for r in self.catalog.read().execute(sql, (*args, limit))]
 

@@ -32,7 +32,7 @@ def beir(
     if mode not in (None, "dense", "sparse", "hybrid"):
         raise typer.BadParameter("mode must be dense, sparse or hybrid")
     console = Console(stderr=True)
-    rl = Ragline(build_settings(data_dir))
+    rl = Ragline(build_settings(data_dir)).start()
     try:
         data = b.load(path)
         columns = (TextColumn("ingest"), BarColumn(),
@@ -48,7 +48,7 @@ def beir(
         else:
             console.print(f"collection '{collection}' already holds the corpus; not re-ingested")
         t1 = time.perf_counter()
-        metrics = b.score(data, b.run(rl, data, collection, mode))  # type: ignore[arg-type]
+        metrics = b.score(data, b.run(rl, data, collection, mode))
         elapsed = time.perf_counter() - t1
         console.print(f"{metrics['queries']} queries in {elapsed:.1f}s "
                       f"(mode={mode or 'auto'})")

@@ -25,15 +25,14 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from ragline.catalog.ingest_state import Job
-from ragline.services.ingest_stats import IngestStats
+from ragline.facade import IngestSource, IngestStats, Job, job_counters
 
 
 def _summary(job: Job, stats: IngestStats) -> Table:
     table = Table(title=f"ingest {job.path} → {job.collection} ({job.mode})")
     table.add_column("", style="bold")
     table.add_column("value", justify="right")
-    c = job.counters
+    c = job_counters(job)
     rows = [
         ("status", job.status), ("files seen", c["files_seen"]),
         ("files changed", c["files_changed"]), ("files unchanged", c["files_skipped"]),
@@ -60,26 +59,15 @@ def ingest(
     from ragline.cli.main import build_settings
     from ragline.errors import RaglineError
     from ragline.facade import Ragline
-    from ragline.services.ingest_stats import check_mode
-    from ragline.services.validation import check_collection_name
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     console = Console(stderr=True)
     try:
-        rl = Ragline(build_settings(data_dir))
+        rl = Ragline(build_settings(data_dir)).start()
     except Exception as exc:
         console.print(f"[red]cannot open the data directory:[/red] {exc}")
         raise typer.Exit(1) from exc
     try:
-        try:
-            check_mode(mode)
-            check_collection_name(collection)
-            job = rl.jobs.table.create(kind="directory", trigger="cli", mode=mode,
-                                       collection=collection, tenant=rl.tenant,
-                                       path=str(rl.ingest.check_root(path)))
-        except RaglineError as exc:
-            console.print(f"[red]error:[/red] {exc.message}")
-            raise typer.Exit(2) from exc
         last = IngestStats()
         columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("files · {task.fields[chunks]} chunks · {task.fields[rate]}"),
@@ -96,7 +84,16 @@ def ingest(
                            chunks=stats.chunks_created + stats.chunks_updated,
                            rate=f"{rate:.0f} emb/s")
 
-            done = rl.jobs.run(job.id, progress=show)
+            try:
+                done = rl.ingest(rl.owner(), IngestSource(
+                    "directory", collection, path=str(path.resolve()), mode=mode,
+                    trigger="cli"),
+                    wait=True, progress=show).job
+            except RaglineError as exc:
+                bar.stop()
+                console.print(f"[red]error:[/red] {exc.message}")
+                raise typer.Exit(2) from exc
+        assert done is not None
         console.print(_summary(done, last))
         for warning in done.warnings[-10:]:
             console.print(f"[yellow]warning:[/yellow] {warning}")

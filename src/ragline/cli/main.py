@@ -6,7 +6,6 @@ Settings are built here, once, from the environment plus the flags given.
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import Annotated
 
@@ -29,11 +28,9 @@ def _register_subcommands() -> None:
 
 
 def _cross_encoder_help() -> str:
-    try:
-        from ragline.providers.rerankers.catalog import help_text
-    except ImportError:
-        return "Cross-encoder model (Hugging Face name or cached id) for /rerank."
-    return help_text()
+    from ragline.models import reranker_help
+
+    return reranker_help()
 
 
 def build_settings(data_dir: Path | None = None, **overrides: object) -> Settings:
@@ -80,13 +77,12 @@ def serve(
 ) -> None:
     """Serve the HTTP API (embedded store, nothing else to start)."""
     if list_reranker_models:
-        from ragline.providers.rerankers.catalog import render_list
+        from ragline.models import reranker_list
 
-        typer.echo(render_list())
+        typer.echo(reranker_list())
         raise typer.Exit(0)
     logging.basicConfig(level=log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     settings = build_settings(data_dir, host=host, port=port, log_level=log_level,
                               cross_encoder_model=cross_encoder,
                               cross_encoder_path=cross_encoder_path,
@@ -102,8 +98,7 @@ def serve(
     from ragline.facade import Ragline
 
     try:
-        rl = Ragline(settings)
-        _load_cross_encoder(rl)
+        rl = Ragline(settings).start()  # recovery and model loading before the port opens
     except Exception as exc:
         log.critical("start-up failed: %s", exc)
         raise typer.Exit(1) from exc
@@ -120,14 +115,6 @@ def serve(
         rl.close()
 
 
-def _load_cross_encoder(rl: object) -> None:
-    try:
-        from ragline.providers.rerankers.cross_encoder import load_from_settings
-    except ImportError:
-        return
-    rl.cross_encoder = load_from_settings(rl.settings)  # type: ignore[attr-defined]
-
-
 @app.command()
 def optimize(
     data_dir: Annotated[Path | None, typer.Option(help="Data directory (default ./data).")] = None,
@@ -136,16 +123,14 @@ def optimize(
     """Build HNSW and payload indexes (run while the server is stopped: Edge holds the GIL)."""
     from ragline.facade import Ragline
 
-    rl = Ragline(build_settings(data_dir))
-    try:
-        for c in rl.collections.all():
+    with Ragline(build_settings(data_dir)) as rl:
+        me = rl.owner()
+        for c in rl.list_collections(me):
             if collection and c.name != collection:
                 continue
             if c.dimension:
-                changed = rl.store.optimize(c.shard)
+                changed = rl.optimize_collection(me, c.name)
                 typer.echo(f"{c.name}: {'optimized' if changed else 'already optimal'}")
-    finally:
-        rl.close()
 
 
 _register_subcommands()

@@ -8,6 +8,7 @@ instead of being half-supported deeper down.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
@@ -42,6 +43,21 @@ class ScoredRecord:
     embedding: Vector | None = None
 
 
+class SearchMode(StrEnum):
+    """How a first-stage search ranks: by vector, by BM25 of the text, or both fused."""
+
+    DENSE = "dense"
+    SPARSE = "sparse"
+    HYBRID = "hybrid"
+
+
+class Fusion(StrEnum):
+    """How a hybrid search fuses its dense and BM25 candidate lists."""
+
+    RRF = "rrf"
+    DBSF = "dbsf"
+
+
 @dataclass(slots=True, frozen=True)
 class StoreQuery:
     """One first-stage search on a shard, as :meth:`VectorStore.query_batch` takes it.
@@ -52,7 +68,7 @@ class StoreQuery:
     """
 
     tenant: str
-    mode: str
+    mode: SearchMode
     limit: int
     vector: Vector | None = None
     text: str = ""
@@ -61,7 +77,13 @@ class StoreQuery:
     score_threshold: float | None = None
     rrf_k: int = 60
     candidates: int = 100
-    fusion: str = "rrf"
+    fusion: Fusion = Fusion.RRF
+
+    def __post_init__(self) -> None:
+        # plain strings are accepted (the enums are str-valued) and normalised, so a
+        # typo fails here rather than deep inside a store's request builder
+        object.__setattr__(self, "mode", SearchMode(self.mode))
+        object.__setattr__(self, "fusion", Fusion(self.fusion))
 
 
 @dataclass(slots=True)

@@ -1,7 +1,8 @@
 """BEIR datasets: load, ingest into a collection, run every test query, score.
 
-Queries go through :meth:`RetrievalService.search_sync`, the same planning and
-store calls as the HTTP API, so the figures describe what users get. Metrics
+Everything goes through the ``Ragline`` facade (queries through
+:meth:`Ragline.search_sync`, the same pipeline as the HTTP API), so the figures
+describe what users get. Metrics
 come from pytrec_eval (the trec_eval implementation), not from our own code.
 """
 
@@ -13,10 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragline.errors import InvalidInput
-from ragline.facade import Ragline
-from ragline.services.documents import DocumentInput
-from ragline.services.retrieval import Mode, SearchQuery
+from ragline.errors import CollectionNotFound, InvalidInput
+from ragline.facade import DocumentInput, Ragline, SearchRequest
 
 Progress = Callable[[int, int], None]
 
@@ -57,19 +56,21 @@ def load(path: Path, split: str = "test") -> BeirData:
 def ingest(rl: Ragline, data: BeirData, collection: str, provider: str,
            progress: Progress | None = None, batch: int = 128) -> bool:
     """Load the corpus unless the collection already holds it; True if it ingested."""
-    existing = rl.collections.catalog.find_collection(collection)
-    if existing is not None:
-        if rl.documents.count(collection, rl.tenant) == len(data.corpus):
-            return False
-        rl.collections.empty(collection, rl.tenant)
+    me = rl.owner()
+    try:
+        existing = rl.get_collection(me, collection)
+    except CollectionNotFound:
+        rl.create_collection(me, collection, {"source": "beir"}, embedding_provider=provider)
     else:
-        rl.collections.create(collection, {"source": "beir"}, embedding_provider=provider)
+        if existing.count == len(data.corpus):
+            return False
+        rl.empty_collection(me, collection)
     ids = list(data.corpus)
     for start in range(0, len(ids), batch):
         chunk = ids[start:start + batch]
         docs = [DocumentInput(text=_doc_text(data.corpus[i]), metadata={"beir_id": i}, id=i)
                 for i in chunk]
-        rl.documents.add(collection, docs, rl.tenant)
+        rl.add_documents(me, collection, docs)
         if progress:
             progress(min(start + batch, len(ids)), len(ids))
     return True
@@ -80,12 +81,13 @@ def _doc_text(doc: dict[str, str]) -> str:
     return f"{title}\n{doc.get('text', '')}" if title else doc.get("text", "")
 
 
-def run(rl: Ragline, data: BeirData, collection: str, mode: Mode | None,
+def run(rl: Ragline, data: BeirData, collection: str, mode: str | None,
         depth: int = 100) -> dict[str, dict[str, float]]:
     runs: dict[str, dict[str, float]] = {}
+    me = rl.owner()
     for qid, text in data.queries.items():
-        res = rl.retrieval.search_sync(SearchQuery(
-            collection=collection, tenant=rl.tenant, query=text, mode=mode, limit=depth))
+        res = rl.search_sync(me, SearchRequest(
+            collection=collection, query=text, mode=mode, limit=depth))  # type: ignore[arg-type]
         runs[qid] = {h.id: float(h.score) for h in res.hits}
     return runs
 

@@ -9,10 +9,14 @@ providers at run time.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
+from pydantic import ValidationError
+
 from ragline.errors import InvalidInput
+from ragline.providers.base import ProviderConfig
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +57,29 @@ class Registry:
             raise InvalidInput(
                 f"Unknown {kind[:-1]} provider '{name}' (available: {known})"
             ) from None
+
+    def config(self, kind: str, name: str, options: Mapping[str, Any]) -> ProviderConfig:
+        """Validate ``options`` against the provider's own ``Config``.
+
+        Errors name the field and what is wrong with it, never the value given
+        (a mistyped key next to an API key must not echo the key back).
+        """
+        cls = self.get(kind, name)
+        try:
+            config: ProviderConfig = cls.Config(**dict(options))
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"'{'.'.join(str(p) for p in e['loc']) or '(config)'}': {e['msg']}"
+                for e in exc.errors(include_input=False, include_url=False))
+            raise InvalidInput(f"Invalid config for {kind[:-1]} provider '{name}': "
+                               f"{problems}") from None
+        return config
+
+    def build(self, kind: str, name: str, options: Mapping[str, Any]) -> Any:
+        """The one way a provider of any kind is made: its class from the registry, its
+        own typed config validated, then ``cls(config)``."""
+        cls = self.get(kind, name)
+        return cls(self.config(kind, name, options))
 
     def names(self, kind: str) -> list[str]:
         self._load_entry_points()

@@ -83,8 +83,21 @@ class CollectionService:
         return self.catalog.create_collection(
             name, meta, new_shard_key(), dimension, provider, model)
 
-    def get(self, name: str) -> CollectionInfo:
-        return self.catalog.get_collection(name)
+    def get(self, name: str, *, message: str | None = None) -> CollectionInfo:
+        return self.catalog.get_collection(name, message=message)
+
+    def find(self, name: str) -> CollectionInfo | None:
+        return self.catalog.find_collection(name)
+
+    def set_dimension(self, name: str, dimension: int) -> None:
+        self.catalog.set_dimension(name, dimension)
+
+    def count(self, info: CollectionInfo, tenant: str) -> int:
+        """Documents of ``tenant`` in the collection (0 before its first write)."""
+        return self.store.count(info.shard, tenant, None) if info.dimension else 0
+
+    def size_bytes(self, info: CollectionInfo) -> int:
+        return self.store.size_bytes(info.shard) if info.dimension else 0
 
     def all(self) -> list[CollectionInfo]:
         return self.catalog.list_collections()
@@ -124,6 +137,11 @@ class CollectionService:
             threading.Thread(target=self._drop_retired, args=(info.shard,),
                              name=f"drop-{info.shard}", daemon=True).start()
             return count
+
+    def optimize(self, name: str) -> bool:
+        """Build the collection's indexes now; False when already optimal (or empty)."""
+        info = self.get(name)
+        return bool(info.dimension) and self.store.optimize(info.shard)
 
     def replace_shard(self, name: str, old: str, new: str) -> None:
         """Point ``name`` at an already filled shard ``new`` (a rebuild), then drop ``old``.

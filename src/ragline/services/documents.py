@@ -14,7 +14,7 @@ import numpy as np
 
 from ragline.core.filters import Node, key_problem
 from ragline.core.ids import new_doc_id
-from ragline.core.types import CollectionInfo, Page, Record, Scalar, ScoredRecord
+from ragline.core.types import CollectionInfo, Page, Record, Scalar
 from ragline.errors import InvalidInput, PayloadTooLarge, ShardGone
 from ragline.providers.stores.base import VectorStore
 from ragline.services.collections import MSG_NOT_EXIST, CollectionService
@@ -124,7 +124,7 @@ class DocumentService:
             check_dimension(dim, info.dimension, "the documents", name)
             if info.dimension is None:
                 self.store.create_shard(info.shard, dim)
-                self.collections.catalog.set_dimension(name, dim)
+                self.collections.set_dimension(name, dim)
             elif not self.store.has_shard(info.shard):
                 self.store.create_shard(info.shard, info.dimension)
         # the shard key is re-read so a concurrent "empty" is never written around;
@@ -151,6 +151,14 @@ class DocumentService:
         deleted = self.store.delete_where(info.shard, tenant, where)
         return deleted
 
+    def delete_all(self, name: str, tenant: str) -> int:
+        """Every document of ``tenant`` in the collection (one store delete, so atomic per
+        shard); other tenants' documents stay."""
+        info = self.collections.get(name)
+        if info.dimension is None or not self.store.has_shard(info.shard):
+            return 0
+        return self.store.delete_where(info.shard, tenant, None)
+
     # -- reads ----------------------------------------------------------------------------
     def list_page(
         self, name: str, tenant: str, where: Node | None, limit: int, offset: int
@@ -171,20 +179,8 @@ class DocumentService:
         info = self.collections.get(name)
         return self.store.count(info.shard, tenant, where)
 
-    def search_vector(
-        self, name: str, tenant: str, embedding: Any, where: Node | None, limit: int,
-        with_vectors: bool = False, score_threshold: float | None = None,
-    ) -> list[ScoredRecord]:
-        info = self.collections.get(name)
-        vec = check_vector(embedding, "the query", self.max_dimension)
-        check_dimension(len(vec), info.dimension, "the query embedding", name)
-        if not 1 <= limit <= 1000:
-            raise InvalidInput("'limit' must be between 1 and 1000")
-        return self.store.search(info.shard, tenant, vec, where, limit, with_vectors,
-                                 score_threshold)
-
     def distinct(self, name: str, tenant: str, field: str) -> list[Scalar]:
-        info = self.collections.catalog.get_collection(name, message=MSG_NOT_EXIST.format(name))
+        info = self.collections.get(name, message=MSG_NOT_EXIST.format(name))
         problem = key_problem(field)
         if problem is not None:
             raise InvalidInput(f"Invalid 'field': {field!r} {problem}")

@@ -77,7 +77,7 @@ class IngestService:
     # -- collection and target ----------------------------------------------------------
     def ensure_collection(self, name: str) -> CollectionInfo:
         """The collection, created with the default embedder if missing, with its shard."""
-        info = self.collections.catalog.find_collection(name)
+        info = self.collections.find(name)
         if info is None:
             try:
                 info = self.collections.create(
@@ -94,7 +94,7 @@ class IngestService:
             if info.dimension is None:  # a hosted model tells its dimension on first use
                 assert info.embedding_provider is not None
                 emb = self.embedders.get(info.embedding_provider, info.embedding_model)
-                self.collections.catalog.set_dimension(name, emb.dimension)
+                self.collections.set_dimension(name, emb.dimension)
                 info = self.collections.get(name)
             assert info.dimension is not None
             if not self.store.has_shard(info.shard):
@@ -319,5 +319,5 @@ class IngestService:
         return stats.chunks_deleted
 
     def state_of(self, collection: str, tenant: str, source_id: str) -> SourceState | None:
-        info = self.collections.catalog.find_collection(collection)
+        info = self.collections.find(collection)
         return self.state.source(collection, info.shard, tenant, source_id) if info else None

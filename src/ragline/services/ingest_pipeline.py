@@ -42,13 +42,20 @@ from ragline.catalog.ingest_state import IngestState, SourceState
 from ragline.catalog.sqlite import now_iso
 from ragline.core.filters import Eq
 from ragline.core.types import CollectionInfo, Record, Vector
-from ragline.errors import InvalidInput, ModelNotLoaded, NotFound, ProviderError, RaglineError
+from ragline.errors import (
+    IngestCancelled,
+    InvalidInput,
+    ModelNotLoaded,
+    NotFound,
+    ProviderError,
+    RaglineError,
+)
 from ragline.ingest import assign_chunk_ids, chunk_document
 from ragline.ingest.types import SourceDocument
 from ragline.providers.embedders.base import Embedder
 from ragline.providers.stores.base import VectorStore
 from ragline.services.diskspace import DiskGuard
-from ragline.services.ingest_stats import IngestCancelled, IngestStats, Progress
+from ragline.services.ingest_stats import IngestStats, Progress
 
 log = logging.getLogger(__name__)
 

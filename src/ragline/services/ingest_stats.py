@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal, cast
 
 from ragline.catalog.ingest_state import COUNTERS
-from ragline.errors import InvalidInput, RaglineError
+from ragline.errors import InvalidInput
 
 log = logging.getLogger(__name__)
 
@@ -40,12 +40,6 @@ def check_mode(mode: str) -> Mode:
         raise InvalidInput(f"Invalid mode {mode!r}: use one of {', '.join(MODES)}")
     return cast(Mode, mode)
 
-
-class IngestCancelled(RaglineError):
-    """The run was asked to stop (shutdown); what was committed stays committed."""
-
-    status = 503
-    code = "ingestion_cancelled"
 
 
 @dataclass

@@ -16,11 +16,12 @@ import shutil
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragline.catalog.ingest_state import COUNTERS, Job, JobTable
-from ragline.errors import InvalidInput, NotFound, RaglineError, TooManyRequests
+from ragline.catalog.ingest_state import Job, JobTable
+from ragline.errors import InvalidInput, NotFound, RaglineError, ServiceUnavailable, TooManyRequests
 from ragline.services.ingest import IngestService
 from ragline.services.ingest_stats import IngestStats, Progress, check_mode
 from ragline.services.validation import check_collection_name
@@ -31,81 +32,83 @@ INTERRUPTED = "interrupted by restart"
 PROGRESS_EVERY_S = 0.5
 
 
-def job_view(job: Job) -> dict[str, Any]:
-    """The public shape of a job (``GET /ingestion/status/{job_id}``)."""
-    return {
-        "job_id": job.id, "status": job.status, "mode": job.mode, "kind": job.kind,
-        "trigger": job.trigger, "collection": job.collection, "path": job.path,
-        "restricted_paths": job.restricted_paths,
-        **{k: job.counters.get(k, 0) for k in COUNTERS},
-        "created_at": job.created_at, "started_at": job.started_at,
-        "finished_at": job.finished_at, "duration_s": job.duration_s, "error": job.error,
-        "warnings": job.warnings, "result": job.result,
-    }
+@dataclass
+class JobSpec:
+    """What a job will ingest: a directory on the server, or an upload's bytes / a text
+    kept in the data directory until a worker takes them."""
+
+    kind: str  # directory | upload | text
+    collection: str
+    tenant: str
+    mode: str = "incremental"
+    path: str | None = None  # directory; the file name of an upload; the title of a text
+    restrict: list[str] | None = None
+    payload: bytes | None = None
+    trigger: str = "api"
 
 
 class JobService:
     def __init__(self, table: JobTable, ingest: IngestService, workers: int,
                  uploads_dir: Path) -> None:
+        """Wiring only; :meth:`start` recovers and opens the worker pool."""
         self.table = table
         self.ingest = ingest
         self.uploads_dir = uploads_dir
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ragline-job")
+        self.workers = workers
+        self._pool: ThreadPoolExecutor | None = None
         self._stop = threading.Event()
         self._futures: dict[str, Future[Job]] = {}
         self._lock = threading.Lock()
         self.max_queued = ingest.settings.job_queue_max
-        failed = table.fail_unfinished(INTERRUPTED)
+
+    def start(self) -> None:
+        """Fail the jobs a dead process left behind and drop their inputs, then take jobs."""
+        failed = self.table.fail_unfinished(INTERRUPTED)
         if failed:
             log.warning("%d ingestion job(s) were interrupted by a restart: %s",
                         len(failed), ", ".join(failed))
-        shutil.rmtree(uploads_dir, ignore_errors=True)  # inputs of jobs that can no longer run
+        shutil.rmtree(self.uploads_dir, ignore_errors=True)  # inputs no job can use now
+        self._pool = ThreadPoolExecutor(max_workers=self.workers,
+                                        thread_name_prefix="ragline-job")
 
     # -- submitting -------------------------------------------------------------------
-    def submit_directory(self, collection: str, tenant: str, path: str, mode: str = "incremental",
-                         *, restrict: list[str] | None = None, trigger: str = "api") -> Job:
-        """Validate now (400 before 202), run later."""
-        self._admit()
-        check_mode(mode)
-        check_collection_name(collection)
-        root = self.ingest.check_root(path)
-        if restrict is not None and mode == "recreate":
-            raise InvalidInput("mode 'recreate' rebuilds everything; it takes no path list")
-        job = self.table.create(kind="directory", trigger=trigger, mode=mode,
-                                collection=collection, tenant=tenant, path=str(root),
-                                restricted_paths=restrict)
+    def submit(self, spec: JobSpec, *, inline: bool = False,
+               progress: Progress | None = None) -> Job:
+        """The one way a job is made: validate now (400 before 202), record it, then run it
+        on a worker, or here when ``inline`` (the CLI, which shows a progress bar)."""
+        if not inline:
+            self._admit()
+        check_mode(spec.mode)
+        check_collection_name(spec.collection)
+        path = spec.path
+        if spec.kind == "directory":
+            if path is None:
+                raise InvalidInput("'path' is required: the directory to ingest")
+            path = str(self.ingest.check_root(path))
+            if spec.restrict is not None and spec.mode == "recreate":
+                raise InvalidInput("mode 'recreate' rebuilds everything; it takes no path list")
+        elif spec.payload is None:
+            raise InvalidInput(f"a {spec.kind} job needs its content")
+        else:  # the content waits on disk: 507 before writing it (issue 10)
+            self.ingest.disk.check(f"queue the {spec.kind}", need=len(spec.payload))
+        job = self.table.create(kind=spec.kind, trigger=spec.trigger, mode=spec.mode,
+                                collection=spec.collection, tenant=spec.tenant, path=path,
+                                restricted_paths=spec.restrict)
+        if spec.payload is not None:
+            folder = self.uploads_dir / job.id
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "data").write_bytes(spec.payload)
+        if inline:
+            return self.run(job.id, progress)
         self._schedule(job.id)
         return job
 
-    def submit_upload(self, collection: str, tenant: str, data: bytes, filename: str) -> Job:
-        """A large upload: the bytes wait in the data directory until a worker takes them."""
-        self._admit()
-        self.ingest.disk.check("queue the upload", need=len(data))
-        job = self.table.create(kind="upload", trigger="api", mode="incremental",
-                                collection=collection, tenant=tenant, path=filename)
-        folder = self.uploads_dir / job.id
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "data").write_bytes(data)
-        self._schedule(job.id)
-        return job
-
-    def submit_text(self, collection: str, tenant: str, text: str, title: str | None) -> Job:
-        self._admit()
-        self.ingest.disk.check("queue the text", need=len(text.encode("utf-8")))
-        job = self.table.create(kind="text", trigger="api", mode="incremental",
-                                collection=collection, tenant=tenant, path=title)
-        folder = self.uploads_dir / job.id
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "data").write_text(text, encoding="utf-8")
-        self._schedule(job.id)
-        return job
-
-    def rerun(self, job_id: str) -> Job:
-        old = self.get(job_id)
+    def rerun(self, job_id: str, tenant: str | None = None) -> Job:
+        old = self.get(job_id, tenant)
         if old.kind != "directory" or old.path is None:
             raise InvalidInput(f"Job {job_id} ingested an upload or text; send it again instead")
-        return self.submit_directory(old.collection, old.tenant, old.path, old.mode,
-                                     restrict=old.restricted_paths, trigger="rerun")
+        return self.submit(JobSpec("directory", old.collection, old.tenant, old.mode, old.path,
+                                   old.restricted_paths, trigger="rerun"))
 
     def pending(self) -> int:
         """Jobs queued or running in this process."""
@@ -122,8 +125,9 @@ class JobService:
 
     def _schedule(self, job_id: str) -> None:
         with self._lock:
-            if self._stop.is_set():
-                raise RaglineError("the server is shutting down; job not started")
+            if self._stop.is_set() or self._pool is None:
+                raise ServiceUnavailable("the server is shutting down (or not started); "
+                                         "job not started")
             self._futures[job_id] = self._pool.submit(self.run, job_id)
 
     # -- running ----------------------------------------------------------------------
@@ -174,20 +178,22 @@ class JobService:
                                            job.path or "upload")
         else:
             res = self.ingest.ingest_text(job.collection, job.tenant,
-                                          data.read_text(encoding="utf-8"), job.path)
+                                          data.read_bytes().decode("utf-8"), job.path)
         stats.files_seen = stats.files_changed = 1
         stats.chunks_created, stats.texts_embedded = res.chunks_created, res.texts_embedded
         return {"sourceId": res.source_id, "chunksCreated": res.chunks, "title": res.title}
 
     # -- reading ----------------------------------------------------------------------
-    def get(self, job_id: str) -> Job:
+    def get(self, job_id: str, tenant: str | None = None) -> Job:
+        """The job; with ``tenant``, only that tenant's (another tenant's job is a 404)."""
         job = self.table.get(job_id)
-        if job is None:
+        if job is None or (tenant is not None and job.tenant != tenant):
             raise NotFound(f"Job '{job_id}' not found")
         return job
 
-    def recent(self, limit: int = 20, collection: str | None = None) -> list[Job]:
-        return self.table.recent(limit, collection)
+    def recent(self, limit: int = 20, collection: str | None = None,
+               tenant: str | None = None) -> list[Job]:
+        return self.table.recent(limit, collection, tenant)
 
     def wait(self, job_id: str, timeout: float | None = None) -> Job:
         """Block until the job is finished (tests, benchmarks, the CLI)."""
@@ -201,5 +207,6 @@ class JobService:
         """Stop taking jobs, let running ones stop at their next checkpoint, fail the rest."""
         with self._lock:
             self._stop.set()
-        self._pool.shutdown(wait=True, cancel_futures=True)
-        self.table.fail_unfinished("interrupted by shutdown")
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self.table.fail_unfinished("interrupted by shutdown")

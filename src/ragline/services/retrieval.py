@@ -1,11 +1,11 @@
 """Search: dense, sparse (BM25) or hybrid (DBSF or RRF fusion), then optional cross-encoder
 reranking and metadata boosts, with filters and thresholds.
 
-Planning (which mode, which vector) and execution (the store call) are shared
-by the async API path, which embeds queries through the micro-batcher and sends
-store queries through a second coalescer (concurrent requests' searches on one
-shard leave as one ``query_batch`` call), and the sync path used by the CLI and
-evaluations, so both rank identically.
+There is one pipeline, async: queries are embedded through the micro-batcher
+and store queries go through a second coalescer (concurrent requests' searches
+on one shard leave as one ``query_batch`` call). Synchronous callers (CLI,
+evaluation) run the same coroutine on the facade's own loop
+(``Ragline.search_sync``), so every entry point ranks identically.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ import numpy as np
 
 from ragline.core.coalesce import Coalescer
 from ragline.core.filters import Node
-from ragline.core.types import CollectionInfo, ScoredRecord, StoreQuery
+from ragline.core.types import CollectionInfo, ScoredRecord, SearchMode, StoreQuery
+from ragline.core.types import Fusion as FusionKind
 from ragline.errors import InvalidInput
 from ragline.providers.stores.base import VectorStore
 from ragline.services.boosts import BoostConfig, apply_boosts, merge_boost_config
@@ -158,11 +159,11 @@ class RetrievalService:
         depth = max(q.limit, q.rerank_candidates) if later else q.limit
         text = (q.query or "").strip()
         return StoreQuery(
-            q.tenant, plan.mode, depth, vector=plan.vector, text=text, where=q.where,
+            q.tenant, SearchMode(plan.mode), depth, vector=plan.vector, text=text, where=q.where,
             with_vectors=q.include_embeddings,
             score_threshold=None if later or plan.mode != "dense" else q.score_threshold,
             rrf_k=q.rrf_k or self.rrf_k, candidates=q.candidates or self.candidates,
-            fusion=q.fusion or self.fusion)
+            fusion=FusionKind(q.fusion or self.fusion))
 
     def _run_batch(self, key: str, queries: list[StoreQuery]) -> list[Any]:
         """One store call for queries coalesced from concurrent requests. If it fails,
@@ -227,21 +228,6 @@ class RetrievalService:
             hits = await anyio.to_thread.run_sync(self._later_stages, q, plan, hits)
         else:
             hits = self._later_stages(q, plan, hits)
-        return SearchResult(hits, plan.mode, (time.perf_counter() - t0) * 1000, plan.stages,
-                            plan.warnings)
-
-    def search_sync(self, q: SearchQuery) -> SearchResult:
-        t0 = time.perf_counter()
-        plan = self._plan(q)
-        if plan.needs_embedding:
-            info = plan.info
-            assert info.embedding_provider is not None
-            emb = self.embedders.get(info.embedding_provider, info.embedding_model)
-            plan.vector = self._vector_dim_check(plan, emb.embed([q.query or ""], "query")[0])
-        hits: list[ScoredRecord] = []
-        if plan.info.dimension:
-            hits = self.store.query_batch(plan.info.shard, [self._first_stage(q, plan)])[0]
-        hits = self._later_stages(q, plan, hits)
         return SearchResult(hits, plan.mode, (time.perf_counter() - t0) * 1000, plan.stages,
                             plan.warnings)
 

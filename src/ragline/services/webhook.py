@@ -14,17 +14,18 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import logging
-import os
 import subprocess
 import threading
+from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
+from urllib.parse import parse_qs
 
 from ragline.catalog.deliveries import Deliveries
 from ragline.errors import AuthenticationError, InvalidInput, RaglineError, ServiceUnavailable
-from ragline.services.jobs import JobService
-from ragline.settings import Settings
+from ragline.settings import Settings, child_process_env
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +80,7 @@ def under_docs(paths: list[str], docs_path: str) -> list[str]:
 
 def git_pull(repo: Path) -> str:
     """``git -C repo pull --ff-only``; raises with git's own message when it fails."""
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    env = child_process_env(GIT_TERMINAL_PROMPT="0")
     with _pull_lock:
         try:
             done = subprocess.run(
@@ -87,37 +88,30 @@ def git_pull(repo: Path) -> str:
                 timeout=GIT_TIMEOUT_S, env=env, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             log.error("git pull in %s failed: %s", repo, exc)
-            raise RaglineError(f"git pull failed: {type(exc).__name__}") from exc
-    if done.returncode != 0:  # git's message names the remote, not the clone's path
+            raise RaglineError("git pull of the configured clone failed (see the server "
+                               "log)") from exc
+    if done.returncode != 0:
         log.error("git pull in %s failed: %s", repo, (done.stderr or done.stdout).strip())
-        raise RaglineError(f"git pull failed: {(done.stderr or done.stdout).strip()}")
+        raise RaglineError("git pull of the configured clone failed (see the server log)")
     return done.stdout.strip()
 
 
 class WebhookService:
-    def __init__(self, settings: Settings, jobs: JobService, tenant: str,
+    """Decodes, verifies and acts on a delivery; jobs go through the one submission path."""
+
+    def __init__(self, settings: Settings, submit: Callable[..., Any],
                  deliveries: Deliveries | None = None) -> None:
         self.settings = settings
-        self.jobs = jobs
-        self.tenant = tenant
+        self.submit = submit  # IngestionService.submit
         self.deliveries = deliveries
 
     def first_delivery(self, delivery_id: str | None) -> bool:
         """False for a delivery id already handled within ``webhook_dedup_window_s``
-        (call after the signature check, so unsigned requests cannot burn ids)."""
+        (checked after the signature, so unsigned requests cannot burn ids; issue 10)."""
         if not delivery_id or self.deliveries is None:
             return True
         return self.deliveries.first_time(delivery_id.strip()[:200],
                                           self.settings.webhook_dedup_window_s)
-
-    def handle_delivery(self, payload: dict[str, Any], delivery_id: str | None) -> dict[str, Any]:
-        """:meth:`handle_push`; a failure forgets the delivery so GitHub's redelivery retries."""
-        try:
-            return self.handle_push(payload)
-        except Exception:
-            if delivery_id and self.deliveries is not None:
-                self.deliveries.forget(delivery_id.strip()[:200])
-            raise
 
     def secret(self) -> str:
         secret = self.settings.github_webhook_secret
@@ -127,12 +121,49 @@ class WebhookService:
                 "(and RAGLINE_GITHUB_REPO_PATH to the local clone)")
         return secret.get_secret_value()
 
-    def collection(self) -> str:
+    def collection(self) -> str | None:
         s = self.settings
-        return s.github_collection or s.default_collection or "knowledge"
+        return s.github_collection or s.default_collection
 
-    def handle_push(self, payload: dict[str, Any]) -> dict[str, Any]:
+    def handle(self, tenant: str, headers: Mapping[str, str],
+               body: bytes) -> tuple[int, dict[str, Any]]:
+        """A delivery as received: ``(status, body)``. Blocking (git): use a worker thread.
+
+        The signature is checked over the raw bytes before anything is decoded.
+        """
+        verify_signature(self.secret(), body, headers.get("x-hub-signature-256"))
+        delivery = headers.get("x-github-delivery")
+        if not self.first_delivery(delivery):  # a replay: answer, do nothing
+            return 200, {"status": "duplicate", "duplicate": True, "delivery": delivery}
+        try:
+            return self._handle_event(tenant, headers, body)
+        except Exception:  # let GitHub's redelivery of a failed delivery run again
+            if delivery and self.deliveries is not None:
+                self.deliveries.forget(delivery.strip()[:200])
+            raise
+
+    def _handle_event(self, tenant: str, headers: Mapping[str, str],
+                      body: bytes) -> tuple[int, dict[str, Any]]:
+        event = headers.get("x-github-event", "")
+        if event == "ping":
+            return 200, {"status": "pong"}
+        if event != "push":
+            return 202, {"status": "ignored", "reason": f"event '{event}' is not handled"}
+        try:
+            if headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
+                payload = json.loads(parse_qs(body.decode()).get("payload", [""])[0])
+            else:
+                payload = json.loads(body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise InvalidInput("webhook body is not valid JSON") from exc
+        if not isinstance(payload, dict):
+            raise InvalidInput("webhook body must be a JSON object")
+        return 202, self.handle_push(tenant, payload)
+
+    def handle_push(self, tenant: str, payload: dict[str, Any]) -> dict[str, Any]:
         """Blocking (runs git): call it from a worker thread."""
+        from ragline.services.ingestion import IngestSource
+
         s = self.settings
         branch_ref = f"refs/heads/{s.github_branch}"
         ref = payload.get("ref")
@@ -143,7 +174,7 @@ class WebhookService:
                                      "RAGLINE_GITHUB_REPO_PATH")
         repo = Path(s.github_repo_path)
         if not (repo / ".git").exists():
-            raise InvalidInput(f"RAGLINE_GITHUB_REPO_PATH {repo} is not a git clone")
+            raise ServiceUnavailable("RAGLINE_GITHUB_REPO_PATH is not a git clone")
         pulled = git_pull(repo)
         root = repo / s.github_docs_path if s.github_docs_path.strip("/") else repo
         repo_paths = changed_paths(payload)
@@ -151,7 +182,8 @@ class WebhookService:
         if restrict is not None and not restrict:
             return {"status": "ignored", "reason": "the push changed no file under "
                     f"'{s.github_docs_path or '.'}'", "git": pulled}
-        job = self.jobs.submit_directory(self.collection(), self.tenant, str(root),
-                                         "incremental", restrict=restrict, trigger="webhook")
+        outcome = self.submit(tenant, IngestSource(
+            "directory", self.collection(), path=str(root), paths=restrict, trigger="webhook"))
+        job = outcome.job
         return {"status": "queued", "job_id": job.id, "collection": job.collection,
                 "paths": restrict, "git": pulled}

@@ -56,7 +56,9 @@ def build_random_cross_encoder(
         "num_labels": 1,
         **(shape or TINY),
     }
-    BertForSequenceClassification(BertConfig(**params)).eval().save_pretrained(str(out))
+    model = BertForSequenceClassification(BertConfig(**params))
+    model.eval()  # type: ignore[no-untyped-call]
+    model.save_pretrained(str(out))
     tokenizer.save_pretrained(str(out))
     return out
 

@@ -93,7 +93,8 @@ class FakeEmbedder:
         total = np.sum([self._word_vector(w) for w in words], axis=0)
         if self.config.query_differs:
             total = total + 0.5 * self._word_vector(f"\x00{input_type}")
-        return l2_normalise(total[None, :])[0]
+        row: np.ndarray = l2_normalise(total[None, :])[0]
+        return row
 
     def embed(
         self, texts: list[str], input_type: InputType = "document"

@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragline.core.filter_eval import matches
-from ragline.core.filters import parse_where
-from ragline.core.types import Record, ScoredRecord, StoreQuery
+from ragline.core.filters import Node, parse_where
+from ragline.core.types import Fusion, Record, ScoredRecord, SearchMode, StoreQuery
 from ragline.providers.stores.base import VectorStore
 from ragline.testing.strategies import filters, metadata
 
@@ -44,6 +44,15 @@ def ranking(hits: list[ScoredRecord]) -> list[tuple[float, str]]:
     last = round(hits[-1].score, 4)
     return sorted((-round(h.score, 4), h.id if round(h.score, 4) > last else "")
                   for h in hits)
+
+
+def dense(store: VectorStore, key: str, tenant: str, vector: np.ndarray, where: Node | None,
+          limit: int, with_vectors: bool = False,
+          score_threshold: float | None = None) -> list[ScoredRecord]:
+    """One dense search (a batch of one: ``query_batch`` is the protocol's only search)."""
+    return store.query_batch(key, [StoreQuery(tenant, SearchMode.DENSE, limit, vector=vector,
+                                              where=where, with_vectors=with_vectors,
+                                              score_threshold=score_threshold)])[0]
 
 
 def rec(i: int, meta: dict[str, Any] | None = None, tenant: str = "default") -> Record:
@@ -86,7 +95,7 @@ class StoreConformance:
         recs[3].embedding = vec(3) * np.float32(7)  # cosine ignores scale
         store.upsert(key, recs)
         q = vec(3)
-        hits = store.search(key, "default", q, None, 5, with_vectors=True)
+        hits = dense(store, key, "default", q, None, 5, with_vectors=True)
         assert hits[0].id == "doc-3"
         assert hits[0].score == pytest.approx(1.0, abs=1e-4)
         assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
@@ -96,7 +105,7 @@ class StoreConformance:
         assert hits[0].embedding is not None
         np.testing.assert_allclose(np.asarray(hits[0].embedding, dtype=np.float64),
                                    np.asarray(recs[3].embedding, dtype=np.float64), rtol=1e-4)
-        above = store.search(key, "default", q, None, 20, score_threshold=0.5)
+        above = dense(store, key, "default", q, None, 20, score_threshold=0.5)
         assert all(h.score >= 0.5 for h in above)
         assert len(above) == int((cos >= 0.5).sum())
 
@@ -108,23 +117,15 @@ class StoreConformance:
         store.upsert(key, recs)
         where = parse_where({"g": {"$in": [0, 1]}})
         queries = [
-            StoreQuery("t1", "dense", 5, vector=vec(3)),
-            StoreQuery("t2", "dense", 5, vector=vec(3)),  # another tenant in the same batch
-            StoreQuery("t1", "dense", 30, vector=vec(7), where=where, score_threshold=0.2),
-            StoreQuery("t1", "sparse", 5, text="beta"),
-            StoreQuery("t1", "sparse", 5, text="   "),  # no words: nothing, not an error
-            StoreQuery("t1", "hybrid", 4, vector=vec(2), text="gamma", where=where),
-            StoreQuery("t1", "hybrid", 4, vector=vec(2), text="gamma", fusion="dbsf"),
+            StoreQuery("t1", SearchMode.DENSE, 5, vector=vec(3)),
+            StoreQuery("t2", SearchMode.DENSE, 5, vector=vec(3)),  # another tenant, same batch
+            StoreQuery("t1", SearchMode.DENSE, 30, vector=vec(7), where=where, score_threshold=0.2),
+            StoreQuery("t1", SearchMode.SPARSE, 5, text="beta"),
+            StoreQuery("t1", SearchMode.SPARSE, 5, text="   "),  # no words: nothing, not an error
+            StoreQuery("t1", SearchMode.HYBRID, 4, vector=vec(2), text="gamma", where=where),
+            StoreQuery("t1", SearchMode.HYBRID, 4, vector=vec(2), text="gamma", fusion=Fusion.DBSF),
         ]
-        singles = [
-            store.search(key, "t1", vec(3), None, 5),
-            store.search(key, "t2", vec(3), None, 5),
-            store.search(key, "t1", vec(7), where, 30, score_threshold=0.2),
-            store.text_search(key, "t1", "beta", None, 5),
-            [],
-            store.hybrid_search(key, "t1", vec(2), "gamma", where, 4),
-            store.hybrid_search(key, "t1", vec(2), "gamma", None, 4, fusion="dbsf"),
-        ]
+        singles = [store.query_batch(key, [sq])[0] for sq in queries]
         batch = store.query_batch(key, queries)
         assert [ranking(r) for r in batch] == [ranking(r) for r in singles]
         assert sum(1 for _, i in ranking(batch[3]) if i) >= 2  # BM25 order really compared
@@ -136,10 +137,22 @@ class StoreConformance:
         assert store.query_batch(uuid.uuid4().hex, queries[:2]) == [[], []]  # no such shard
 
     def test_tenants_are_isolated(self, store: VectorStore, key: str) -> None:
-        store.upsert(key, [rec(1, tenant="t1"), rec(1, tenant="t2"), rec(2, tenant="t2")])
+        store.upsert(key, [rec(1, {"x": 1}, tenant="t1"), rec(1, {"x": 1}, tenant="t2"),
+                           rec(2, {"x": 2}, tenant="t2")])
         assert store.count(key, "t1", None) == 1
         assert store.count(key, "t2", None) == 2
-        assert {h.id for h in store.search(key, "t1", vec(2), None, 10)} == {"doc-1"}
+        assert {h.id for h in dense(store, key, "t1", vec(2), None, 10)} == {"doc-1"}
+        # no crafted filter reaches another tenant's records: each answers exactly
+        # what the reference evaluator finds among t1's own records
+        for raw in ({"$or": [{"x": 1}, {"$not": {"x": 1}}]}, {"x": {"$nin": [1]}},
+                    {"$not": {"$and": [{"x": 1}, {"x": 2}]}}, {"x": {"$in": [1, 2]}}):
+            node = parse_where(raw)
+            want = {"doc-1"} if matches(node, {"x": 1}) else set()
+            assert store.count(key, "t1", node) == len(want), raw
+            assert {r.id for r in store.list_page(key, "t1", node, 10, 0).records} == want
+            assert {h.id for h in dense(store, key, "t1", vec(2), node, 10)} == want
+        assert [r.id for r in store.get(key, "t1", ["doc-1", "doc-2"])] == ["doc-1"]
+        assert store.delete_ids(key, "t1", ["doc-2"]) == 0
         assert store.delete_where(key, "t1", None) == 1
         assert store.count(key, "t2", None) == 2
 
@@ -203,7 +216,7 @@ class StoreConformance:
                 assert got == expected, f"where={raw}"
                 assert page.total == len(expected)
                 assert store.count(k, "default", node) == len(expected)
-                hits = store.search(k, "default", vec(99), node, 1000)
+                hits = dense(store, k, "default", vec(99), node, 1000)
                 assert {h.id for h in hits} == expected, f"search where={raw}"
         finally:
             store.drop_shard(k)

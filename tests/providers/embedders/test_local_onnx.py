@@ -110,14 +110,11 @@ def test_model_may_be_a_directory_path(minilm_dir: Path) -> None:
     np.testing.assert_allclose(emb.embed(DOCS), ref.embed(DOCS), atol=1e-6)
 
 
-def test_models_dir_env_override(
-    minilm_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("RAGLINE_MODELS_DIR", str(tmp_path))
+def test_models_dir_override(minilm_dir: Path, tmp_path: Path) -> None:
     with pytest.raises(ModelNotLoaded, match=r"build_onnx_model\.py"):
-        LocalOnnxEmbedder()
+        LocalOnnxEmbedder(models_dir=tmp_path)
     (tmp_path / minilm_dir.name).symlink_to(minilm_dir)
-    assert LocalOnnxEmbedder().path == minilm_dir.resolve()
+    assert LocalOnnxEmbedder(models_dir=tmp_path).path == minilm_dir.resolve()
 
 
 def test_unknown_model_and_incomplete_dir(tmp_path: Path) -> None:
@@ -132,6 +129,8 @@ def test_unknown_model_and_incomplete_dir(tmp_path: Path) -> None:
 def test_runtime_never_imports_torch_and_forces_hub_offline() -> None:
     code = (
         "import os, sys\n"
+        "from ragline.settings import Settings\n"
+        "Settings(_env_file=None).apply_process_environment()\n"
         "from ragline.providers.embedders.local_onnx import LocalOnnxEmbedder\n"
         "v = LocalOnnxEmbedder().embed(['hello'])\n"
         "assert v.shape == (1, 384)\n"

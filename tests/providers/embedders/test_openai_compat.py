@@ -158,7 +158,7 @@ def test_client_errors_are_not_retried_and_key_never_leaks(server: Server) -> No
 def test_connection_errors_are_retried_then_reported() -> None:
     emb = OpenAIEmbedder(base_url="http://127.0.0.1:9/v1", api_key=KEY, max_retries=2, timeout=2)
     waits: list[float] = []
-    emb.sleep = waits.append  # type: ignore[method-assign]
+    emb.sleep = waits.append  # type: ignore[assignment]
     with pytest.raises(ProviderError, match="after 3 attempt"):
         emb.embed(["x"])
     assert waits == [0.5, 1.0]

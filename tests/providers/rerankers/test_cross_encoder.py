@@ -14,15 +14,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ragline.errors import InvalidInput, RaglineError
+from ragline.errors import InvalidInput, ModelLoadError, RaglineError, RerankError
 from ragline.providers.registry import registry
 from ragline.providers.rerankers.base import Reranker
 from ragline.providers.rerankers.cross_encoder import (
     CrossEncoderConfig,
     CrossEncoderReranker,
-    ModelLoadError,
     ModelSource,
-    RerankError,
     load_from_settings,
     resolve_model_source,
 )
@@ -94,10 +92,15 @@ def test_priority_is_path_then_name_then_env(
     assert (None if source is None else (source.value, source.origin)) == expected
 
 
-def test_env_defaults_to_process_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_spec_variables_are_read_by_settings(monkeypatch: pytest.MonkeyPatch,
+                                             tmp_path: Path) -> None:
+    """CROSS_ENCODER_MODEL (spec 000) reaches the reranker through Settings, the only
+    reader of the environment; resolve_model_source itself reads nothing."""
     monkeypatch.setenv("CROSS_ENCODER_MODEL", "org/model")
     monkeypatch.delenv("CROSS_ENCODER_PATH", raising=False)
-    assert resolve_model_source(None, None) == ModelSource("org/model", "CROSS_ENCODER_MODEL")
+    assert resolve_model_source(None, None) is None
+    s = Settings(data_dir=tmp_path, _env_file=None)  # type: ignore[call-arg]
+    assert s.cross_encoder_env_model == "org/model"
 
 
 def test_load_from_path_flag_logs_path(

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from ragline.providers.stores.qdrant_edge.provider import QdrantEdgeConfig, QdrantEdgeStore
-from ragline.testing.store_conformance import StoreConformance
+from ragline.testing.store_conformance import StoreConformance, dense
 
 
 class TestQdrantEdgeStore(StoreConformance):
@@ -45,7 +45,7 @@ def test_drop_while_searching_never_leaks_or_crashes(tmp_path: Path) -> None:
                    errors: list[BaseException] = errors) -> None:
             while not stop.is_set():
                 try:
-                    store.search("k", "default", vec(1), None, 5)
+                    dense(store, "k", "default", vec(1), None, 5)
                     store.count("k", "default", None)
                 except ShardGone:
                     pass
@@ -80,7 +80,7 @@ def test_runtime_settings_apply_to_new_and_existing_shards(tmp_path: Path) -> No
     assert persisted()["payload_memory"] == "cached"
     s.close()
     s2 = QdrantEdgeStore(QdrantEdgeConfig(path=tmp_path, search_threads=3, payload_memory="cold"))
-    hits = s2.search("k", "default", vec(5), None, 3)
+    hits = dense(s2, "k", "default", vec(5), None, 3)
     assert hits[0].id == "doc-5" and s2.count("k", "default", None) == 20  # data intact
     assert persisted()["max_search_threads"] == 3
     assert persisted()["payload_memory"] == "cold"

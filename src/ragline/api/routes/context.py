@@ -1,4 +1,4 @@
-"""Context expansion endpoints (spec 004 FR-016/017): ``/context/{id}`` and ``/lesson/{id}``."""
+"""Context expansion endpoints: ``/context/{id}`` (neighbours) and ``/lesson/{id}`` (a source)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Query
 
-from ragline.api.deps import RL, Tenant
-from ragline.api.routes.ingestion import default_collection
-from ragline.services.expand import get_context, get_lesson
+from ragline.api.deps import RL, Caller
 
 router = APIRouter(tags=["context"])
 
@@ -16,19 +14,15 @@ COLLECTION_HELP = "Collection (default: the configured default collection)."
 
 
 @router.get("/context/{chunk_id}")
-def context(chunk_id: str, rl: RL, tenant: Tenant,
+def context(chunk_id: str, rl: RL, caller: Caller,
             collection: str | None = Query(None, description=COLLECTION_HELP),
             window: int | None = Query(None, ge=1, le=20,
                                        description="Chunks on each side, returned as lists."),
             ) -> dict[str, Any]:
-    info = rl.collections.get(collection or default_collection(rl))
-    return get_context(rl.store, info, tenant, chunk_id, window)
+    return rl.context(caller, chunk_id, collection, window)
 
 
 @router.get("/lesson/{parent_doc_id:path}")
-def lesson(parent_doc_id: str, rl: RL, tenant: Tenant,
+def lesson(parent_doc_id: str, rl: RL, caller: Caller,
            collection: str | None = Query(None, description=COLLECTION_HELP)) -> dict[str, Any]:
-    info = rl.collections.get(collection or default_collection(rl))
-    state = rl.ingest_state.source(info.name, info.shard, tenant, parent_doc_id)
-    return get_lesson(rl.store, info, tenant, parent_doc_id,
-                      state.chunk_ids if state and state.source_hash else None)
+    return rl.lesson(caller, parent_doc_id, collection)

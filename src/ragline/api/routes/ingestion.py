@@ -1,20 +1,17 @@
-"""Ingestion jobs (spec 004): trigger, status, re-run, and the GitHub webhook."""
+"""Ingestion jobs: trigger a directory, status, re-run, and the GitHub webhook."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
-from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from ragline.api.deps import RL, Tenant
-from ragline.errors import InvalidInput
-from ragline.services.jobs import job_view
-from ragline.services.webhook import WebhookService, verify_signature
+from ragline.api.deps import RL, Caller
+from ragline.api.views import job_view
+from ragline.facade import IngestSource
 
 router = APIRouter(tags=["ingestion"])
 
@@ -28,63 +25,36 @@ class TriggerBody(BaseModel):
         None, description="Only these paths (relative to 'path'); deleted ones are removed.")
 
 
-def default_collection(rl: Any) -> str:
-    name: str = rl.settings.default_collection or "knowledge"
-    return name
-
-
 @router.post("/ingestion/trigger", status_code=202)
-def trigger(body: TriggerBody, rl: RL, tenant: Tenant) -> dict[str, Any]:
-    if body.path is None or not body.path.strip():
-        raise InvalidInput("'path' is required: the directory to ingest")
-    job = rl.jobs.submit_directory(body.collection or default_collection(rl), tenant,
-                                   body.path, body.mode, restrict=body.paths)
+def trigger(body: TriggerBody, rl: RL, caller: Caller) -> dict[str, Any]:
+    job = rl.ingest(caller, IngestSource("directory", body.collection, path=body.path,
+                                         mode=body.mode, paths=body.paths)).job
+    assert job is not None  # directories always become jobs
     return {"job_id": job.id, "status": job.status, "collection": job.collection,
             "mode": job.mode}
 
 
 @router.get("/ingestion/status")
-def recent_jobs(rl: RL, limit: int = Query(20, ge=1, le=200),
+def recent_jobs(rl: RL, caller: Caller, limit: int = Query(20, ge=1, le=200),
                 collection: str | None = None) -> dict[str, Any]:
-    jobs = [job_view(j) for j in rl.jobs.recent(limit, collection)]
+    jobs = [job_view(j) for j in rl.jobs(caller, limit, collection)]
     return {"jobs": jobs, "count": len(jobs)}
 
 
 @router.get("/ingestion/status/{job_id}")
-def job_status(job_id: str, rl: RL) -> dict[str, Any]:
-    return job_view(rl.jobs.get(job_id))
+def job_status(job_id: str, rl: RL, caller: Caller) -> dict[str, Any]:
+    return job_view(rl.job(caller, job_id))
 
 
 @router.post("/ingestion/jobs/{job_id}/rerun", status_code=202)
-def rerun(job_id: str, rl: RL) -> dict[str, Any]:
-    job = rl.jobs.rerun(job_id)
+def rerun(job_id: str, rl: RL, caller: Caller) -> dict[str, Any]:
+    job = rl.rerun_job(caller, job_id)
     return {"job_id": job.id, "status": job.status, "rerun_of": job_id}
 
 
 @router.post("/ingestion/webhook/github")
-async def github_webhook(request: Request, rl: RL, tenant: Tenant) -> JSONResponse:
-    service = WebhookService(rl.settings, rl.jobs, tenant, rl.deliveries)
-    secret = service.secret()  # 503 before anything else when not configured
+async def github_webhook(request: Request, rl: RL, caller: Caller) -> JSONResponse:
     body = await request.body()
-    verify_signature(secret, body, request.headers.get("x-hub-signature-256"))
-    event = request.headers.get("x-github-event", "")
-    delivery = request.headers.get("x-github-delivery")
-    if not await run_in_threadpool(service.first_delivery, delivery):  # a replay: do nothing
-        return JSONResponse({"status": "duplicate", "duplicate": True, "delivery": delivery})
-    if event == "ping":
-        return JSONResponse({"status": "pong"})
-    if event != "push":
-        return JSONResponse({"status": "ignored", "reason": f"event '{event}' is not handled"},
-                            status_code=202)
-    try:
-        if request.headers.get("content-type", "").startswith(
-                "application/x-www-form-urlencoded"):
-            payload = json.loads(parse_qs(body.decode()).get("payload", [""])[0])
-        else:
-            payload = json.loads(body)
-    except ValueError as exc:
-        raise InvalidInput("webhook body is not valid JSON") from exc
-    if not isinstance(payload, dict):
-        raise InvalidInput("webhook body must be a JSON object")
-    result = await run_in_threadpool(service.handle_delivery, payload, delivery)
-    return JSONResponse(result, status_code=202)
+    headers = {k.lower(): v for k, v in request.headers.items()}
+    status, payload = await run_in_threadpool(rl.github_webhook, caller, headers, body)
+    return JSONResponse(payload, status_code=status)

@@ -1,34 +1,30 @@
-"""hermitAI ingestion (spec 001 §2): upload, URL, text → the caller's knowledge base.
+"""Per-user ingestion (upload, URL, text) into the caller's knowledge base.
 
-Each source lands in the default collection under the caller's tenant, with
-the same chunk model as directory ingestion. Small inputs are processed while
-the request waits (201 with the summary the spec shows); inputs above
-``ingest_sync_max_bytes`` become a job (202 with its id, pollable at
-``/ingestion/status/{job_id}``). The upload's size limit is checked on the
-declared length before the body is read, and again on the bytes.
+Each source lands in the collection given as ``?collection=`` or the default
+collection, under the caller's tenant. Small inputs are processed while the
+request waits (201 with a summary); larger ones become a job (202 with its id,
+pollable at ``/ingestion/status/{job_id}``): that policy lives in
+``services/ingestion.py``. The upload's size limit is checked here on the
+declared length before the body is read (an HTTP concern), and again on the bytes.
 """
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
-
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.datastructures import UploadFile
 
-from ragline.api.deps import RL, Tenant
-from ragline.api.routes.ingestion import default_collection
+from ragline.api.deps import RL, Caller
 from ragline.errors import InvalidInput, PayloadTooLarge
-from ragline.facade import Ragline
-from ragline.ingest import PARSERS
-from ragline.services.ingest_stats import DocumentResult
+from ragline.facade import IngestOutcome, IngestSource, Principal, Ragline
 
-router = APIRouter(prefix="/api/rag/ingest", tags=["hermitAI ingestion"])
+router = APIRouter(prefix="/api/rag/ingest", tags=["per-user ingestion"])
 
 FIELD = "documentFile"
 MULTIPART_SLACK = 64 * 1024
+COLLECTION = Query(None, description="Collection (default: the configured default collection).")
 
 
 class UrlBody(BaseModel):
@@ -40,7 +36,13 @@ class TextBody(BaseModel):
     title: str | None = None
 
 
-def _created(res: DocumentResult) -> JSONResponse:
+def _render(outcome: IngestOutcome) -> JSONResponse:
+    if outcome.job is not None:
+        job_id = outcome.job.id
+        return JSONResponse({"message": "Document accepted for processing.", "jobId": job_id,
+                             "job_id": job_id, "status": "queued"}, status_code=202)
+    res = outcome.document
+    assert res is not None
     message = ("Document unchanged; already processed." if res.unchanged
                else "Document processed successfully.")
     return JSONResponse({"message": message, "sourceId": res.source_id,
@@ -48,27 +50,19 @@ def _created(res: DocumentResult) -> JSONResponse:
                          "unchanged": res.unchanged}, status_code=201)
 
 
-def _accepted(job_id: str) -> JSONResponse:
-    return JSONResponse({"message": "Document accepted for processing.", "jobId": job_id,
-                         "job_id": job_id, "status": "queued"}, status_code=202)
-
-
-def _too_large(rl: Ragline, size: int) -> PayloadTooLarge:
-    limit = rl.settings.max_upload_bytes
-    return PayloadTooLarge(f"File too large: {size} bytes (limit {limit} bytes)")
-
-
 @router.post("/upload", status_code=201)
-async def upload(request: Request, rl: RL, tenant: Tenant) -> JSONResponse:
-    with rl.ingest.upload_slot():  # bounded concurrent uploads: 429 beyond (issue 10)
-        return await _upload(request, rl, tenant)
+async def upload(request: Request, rl: RL, caller: Caller,
+                 collection: str | None = COLLECTION) -> JSONResponse:
+    with rl.upload_slot():  # bounded concurrent uploads: 429 beyond (issue 10)
+        return await _upload(request, rl, caller, collection)
 
 
-async def _upload(request: Request, rl: Ragline, tenant: str) -> JSONResponse:
+async def _upload(request: Request, rl: Ragline, caller: Principal,
+                  collection: str | None) -> JSONResponse:
     limit = rl.settings.max_upload_bytes
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit + MULTIPART_SLACK:
-        raise _too_large(rl, int(declared))
+        raise PayloadTooLarge(f"File too large: {declared} bytes (limit {limit} bytes)")
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
         raise InvalidInput(f"Send the file as multipart/form-data in the field '{FIELD}'")
     async with request.form(max_files=1, max_fields=10) as form:
@@ -76,47 +70,20 @@ async def _upload(request: Request, rl: Ragline, tenant: str) -> JSONResponse:
         if not isinstance(item, UploadFile):
             raise InvalidInput(f"'{FIELD}' is required (a file in multipart/form-data)")
         data = await item.read(limit + 1)
-        filename = PurePosixPath((item.filename or "").replace("\\", "/")).name
-    if len(data) > limit:
-        raise _too_large(rl, len(data))
-    suffix = PurePosixPath(filename).suffix.lower()
-    if suffix not in PARSERS:
-        raise InvalidInput(f"Unsupported file type {suffix or '(none)'!r}: upload one of "
-                           f"{', '.join(sorted(PARSERS))}")
-    if not data.strip():
-        raise InvalidInput(f"{filename}: the file is empty")
-    collection = default_collection(rl)
-    if len(data) > rl.settings.ingest_sync_max_bytes:
-        job = await run_in_threadpool(rl.jobs.submit_upload, collection, tenant, data, filename)
-        return _accepted(job.id)
-    res = await run_in_threadpool(rl.ingest.ingest_bytes, collection, tenant, data, filename)
-    return _created(res)
+        filename = item.filename or ""
+    src = IngestSource("upload", collection, data=data, filename=filename)
+    return _render(await run_in_threadpool(rl.ingest, caller, src))
 
 
 @router.post("/url", status_code=201)
-async def from_url(body: UrlBody, rl: RL, tenant: Tenant) -> JSONResponse:
-    url = body.url.strip()
-    if not url:
-        raise InvalidInput("'url' must not be empty")
-    doc = await rl.ingest.fetch_url_async(url)  # on the fetch pool, not an API thread
-    res = await run_in_threadpool(rl.ingest.ingest_document, default_collection(rl), tenant,
-                                  doc, "url")
-    return _created(res)
+async def from_url(body: UrlBody, rl: RL, caller: Caller,
+                   collection: str | None = COLLECTION) -> JSONResponse:
+    src = IngestSource("url", collection, url=body.url)
+    return _render(await rl.ingest_async(caller, src))  # the fetch holds no worker thread
 
 
 @router.post("/text", status_code=201)
-async def from_text(body: TextBody, rl: RL, tenant: Tenant) -> JSONResponse:
-    text = body.text or ""
-    if not text.strip():
-        raise InvalidInput("'text' is required and must not be empty")
-    collection = default_collection(rl)
-    title = (body.title or "").strip() or None
-    size = len(text.encode("utf-8"))
-    if size > rl.settings.max_upload_bytes:
-        raise PayloadTooLarge(f"Text too large: {size} bytes (limit "
-                              f"{rl.settings.max_upload_bytes} bytes)")
-    if size > rl.settings.ingest_sync_max_bytes:
-        job = await run_in_threadpool(rl.jobs.submit_text, collection, tenant, text, title)
-        return _accepted(job.id)
-    res = await run_in_threadpool(rl.ingest.ingest_text, collection, tenant, text, title)
-    return _created(res)
+async def from_text(body: TextBody, rl: RL, caller: Caller,
+                    collection: str | None = COLLECTION) -> JSONResponse:
+    src = IngestSource("text", collection, text=body.text, title=body.title)
+    return _render(await run_in_threadpool(rl.ingest, caller, src))

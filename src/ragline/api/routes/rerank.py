@@ -7,21 +7,15 @@ of milliseconds, so it runs in the thread pool and never blocks the event loop.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from ragline.errors import ModelNotLoaded, RaglineError
-from ragline.providers.rerankers.cross_encoder import RerankError
-
-log = logging.getLogger(__name__)
+from ragline.api.deps import RL, Caller
 
 router = APIRouter(tags=["rerank"])
-
-NOT_LOADED = "Cross-encoder not loaded. Start server with --cross-encoder flag."
 
 
 class RerankDocument(BaseModel):
@@ -50,19 +44,8 @@ class RerankResponse(BaseModel):
 
 
 @router.post("/rerank", response_model=RerankResponse)
-async def rerank(body: RerankRequest, request: Request) -> dict[str, Any]:
+async def rerank(body: RerankRequest, rl: RL, caller: Caller) -> dict[str, Any]:
     """Score all documents, sort by score descending, cut to ``top_k``."""
-    reranker = getattr(request.app.state.ragline, "cross_encoder", None)
-    if reranker is None:
-        raise ModelNotLoaded(NOT_LOADED)
-    if not body.documents:
-        return {"reranked": []}
     docs = [d.model_dump() for d in body.documents]
-    try:
-        reranked = await run_in_threadpool(reranker.rerank, body.query, docs, body.top_k)
-    except RaglineError:
-        raise
-    except Exception as exc:  # a reranker that does not wrap its own errors
-        log.exception("rerank failed")
-        raise RerankError(f"Reranking failed: {type(exc).__name__}: {exc}") from exc
-    return {"reranked": reranked}
+    return {"reranked": await run_in_threadpool(rl.rerank, caller, body.query, docs,
+                                                body.top_k)}

@@ -1,12 +1,5 @@
 """Embedding providers.
 
-Importing any embedder forces the Hugging Face libraries offline: ragline never
-downloads models at run time, and without this a hub lookup retries for ~70 s
-before failing (shared/research/offline-models.md). ``setdefault`` leaves an
-explicit operator choice alone.
+Hugging Face libraries are kept offline by ``Settings.apply_process_environment``
+(called by ``Ragline.start``): ragline never downloads models at run time.
 """
-
-import os
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -106,10 +106,9 @@ class LocalOnnxConfig(ProviderConfig):
 
 
 def models_dir(configured: Path | None = None) -> Path:
-    if configured is not None:
+    if configured is not None:  # Settings.models_dir (RAGLINE_MODELS_DIR)
         return configured
-    env = os.environ.get("RAGLINE_MODELS_DIR")
-    return Path(env) if env else Path(sys.prefix) / "share" / "ragline" / "models"
+    return Path(sys.prefix) / "share" / "ragline" / "models"
 
 
 def resolve_model_dir(model: str, configured_dir: Path | None = None) -> Path:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from ragline.core.types import Vector
 from ragline.errors import InvalidInput
 
 INPUT_TYPES = ("query", "document")
@@ -25,4 +26,5 @@ def l2_normalise(vectors: npt.ArrayLike) -> npt.NDArray[np.float32]:
     """Row-wise L2 normalisation to float32; an all-zero row stays zero (no NaN)."""
     arr = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(arr, axis=1, keepdims=True)
-    return (arr / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
+    out: Vector = (arr / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
+    return out

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 import numpy as np
 from pydantic import Field
 
-from ragline.errors import InvalidInput, RaglineError
+from ragline.errors import InvalidInput, ModelLoadError, RaglineError, RerankError
 from ragline.providers.base import Health, ProviderConfig
 from ragline.providers.rerankers.base import RerankedItem
 from ragline.providers.rerankers.catalog import enable_hint
@@ -41,18 +41,6 @@ ENV_PATH: Final = "CROSS_ENCODER_PATH"
 Origin = Literal[
     "--cross-encoder-path", "--cross-encoder", "CROSS_ENCODER_PATH", "CROSS_ENCODER_MODEL"
 ]
-
-
-class ModelLoadError(RaglineError):
-    """A cross-encoder was configured but could not be loaded; the server must not start."""
-
-    code = "model_load_failed"
-
-
-class RerankError(RaglineError):
-    """The model raised while scoring; the message carries the original exception."""
-
-    code = "rerank_failed"
 
 
 @dataclass(frozen=True)
@@ -74,7 +62,7 @@ def resolve_model_source(
     env: Mapping[str, str] | None = None,
 ) -> ModelSource | None:
     """Apply the priority order path flag > name flag > env; ``None`` means reranking is off."""
-    env = os.environ if env is None else env
+    env = {} if env is None else env
     candidates: list[tuple[str | os.PathLike[str] | None, Origin]] = [
         (cli_path, "--cross-encoder-path"),
         (cli_name, "--cross-encoder"),
@@ -211,6 +199,9 @@ def load_from_settings(
     Raises :class:`ModelLoadError` when a model was asked for and fails; the
     CLI logs it as fatal and exits non-zero (spec 000).
     """
+    if env is None:  # the spec-000 variables, as Settings read them
+        env = {ENV_PATH: settings.cross_encoder_env_path or "",
+               ENV_MODEL: settings.cross_encoder_env_model or ""}
     source = resolve_model_source(settings.cross_encoder_path, settings.cross_encoder_model, env)
     if source is None:
         log.info("cross-encoder disabled: /rerank will answer 503. %s", enable_hint())
@@ -218,11 +209,16 @@ def load_from_settings(
     where = "path" if source.is_path else "model"
     log.info("loading cross-encoder %s %s (from %s)", where, source.value, source.origin)
     started = time.perf_counter()
-    reranker = CrossEncoderReranker.from_source(
-        source,
-        max_documents=settings.rerank_max_documents,
-        max_chars=settings.rerank_max_chars,
-    )
+    if source.origin in ("--cross-encoder-path", ENV_PATH) and not Path(source.value).is_dir():
+        raise ModelLoadError(
+            f"Could not load cross-encoder: {source.origin} '{source.value}' is not a directory"
+        )
+    from ragline.providers.registry import registry  # the one way providers are built
+
+    reranker: CrossEncoderReranker = registry.build("rerankers", "cross-encoder", {
+        "model": source.value, "local_files_only": source.is_path,
+        "max_documents": settings.rerank_max_documents, "max_chars": settings.rerank_max_chars,
+    })
     log.info(
         "cross-encoder loaded: %s %s in %.1f s",
         where,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from ragline.core.filters import Node
-from ragline.core.types import Page, Record, Scalar, ScoredRecord, StoreQuery, Vector
+from ragline.core.types import Page, Record, Scalar, ScoredRecord, StoreQuery
 from ragline.providers.base import Health, ProviderConfig
 
 
@@ -60,36 +60,16 @@ class VectorStore(Protocol):
 
     def count(self, key: str, tenant: str, where: Node | None) -> int: ...
 
-    def search(
-        self,
-        key: str,
-        tenant: str,
-        vector: Vector,
-        where: Node | None,
-        limit: int,
-        with_vectors: bool = False,
-        score_threshold: float | None = None,
-    ) -> list[ScoredRecord]: ...
-
     def has_text_index(self, key: str) -> bool:
-        """Whether :meth:`text_search` and :meth:`hybrid_search` can rank by BM25."""
-
-    def text_search(
-        self, key: str, tenant: str, query: str, where: Node | None, limit: int,
-    ) -> list[ScoredRecord]: ...
-
-    def hybrid_search(
-        self, key: str, tenant: str, vector: Vector, query: str, where: Node | None,
-        limit: int, rrf_k: int = 60, candidates: int = 100, with_vectors: bool = False,
-        fusion: str = "rrf",
-    ) -> list[ScoredRecord]: ...
+        """Whether sparse and hybrid queries can rank this shard by BM25."""
 
     def query_batch(self, key: str, queries: list[StoreQuery]) -> list[list[ScoredRecord]]:
         """Several first-stage searches on one shard in one call, results in order.
 
-        Each result equals what the single-query method of its mode returns; the
-        search path coalesces concurrent requests into these calls. An error fails
-        the whole call (the caller retries queries one by one to isolate it).
+        The only search method: a batch of one is a single search, and each result
+        equals what that query returns alone. The search path coalesces concurrent
+        requests into these calls. An error fails the whole call (the caller retries
+        queries one by one to isolate it). An unknown shard gives empty results.
         """
         ...
 

@@ -29,7 +29,7 @@ from pydantic import Field
 
 from ragline.core.filters import Node
 from ragline.core.ids import point_id
-from ragline.core.types import Page, Record, Scalar, ScoredRecord, StoreQuery, Vector
+from ragline.core.types import Page, Record, Scalar, ScoredRecord, StoreQuery
 from ragline.errors import ShardGone, StoreError
 from ragline.providers.base import Health, ProviderConfig
 from ragline.providers.stores.qdrant_edge.fields import FieldKinds
@@ -336,14 +336,6 @@ class QdrantEdgeStore:
             out[i] = self._scored(pts, queries[i].with_vectors)
         return out
 
-    def search(
-        self, key: str, tenant: str, vector: Vector, where: Node | None, limit: int,
-        with_vectors: bool = False, score_threshold: float | None = None,
-    ) -> list[ScoredRecord]:
-        return self.query_batch(key, [StoreQuery(
-            tenant, "dense", limit, vector=vector, where=where, with_vectors=with_vectors,
-            score_threshold=score_threshold)])[0]
-
     def _scored(self, pts: list[Any], with_vectors: bool) -> list[ScoredRecord]:
         out = []
         for p in pts:
@@ -358,23 +350,6 @@ class QdrantEdgeStore:
         if sh.has_text is None:  # every search asks; an Edge call per request is not free
             sh.has_text = TEXT in sh.shard.info().payload_schema
         return sh.has_text
-
-    def text_search(
-        self, key: str, tenant: str, query: str, where: Node | None, limit: int,
-    ) -> list[ScoredRecord]:
-        """BM25 ranking of the chunk text, under the same filter as dense search."""
-        return self.query_batch(key, [StoreQuery(tenant, "sparse", limit, text=query,
-                                                 where=where)])[0]
-
-    def hybrid_search(
-        self, key: str, tenant: str, vector: Vector, query: str, where: Node | None,
-        limit: int, rrf_k: int = 60, candidates: int = 100, with_vectors: bool = False,
-        fusion: str = "rrf",
-    ) -> list[ScoredRecord]:
-        """Dense and BM25 candidates fused inside Edge (see ``queries.build_request``)."""
-        return self.query_batch(key, [StoreQuery(
-            tenant, "hybrid", limit, vector=vector, text=query, where=where,
-            with_vectors=with_vectors, rrf_k=rrf_k, candidates=candidates, fusion=fusion)])[0]
 
     def distinct(self, key: str, tenant: str, field: str) -> list[Scalar]:
         sh = self._require(key)

@@ -1,0 +1,102 @@
+"""Health, info and the provider listing: aggregation over every service.
+
+Both endpoints must answer even while collections are created, emptied or
+deleted under them, so each per-collection figure that fails (a shard dropped
+between listing and counting) is left out rather than failing the whole answer,
+and no internal path or exception text reaches the body.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ragline import __version__
+from ragline.providers.base import Health
+from ragline.providers.registry import registry
+from ragline.providers.stores.base import VectorStore
+from ragline.services.collections import CollectionService
+from ragline.services.diskspace import DiskGuard
+from ragline.services.embedders import EmbedderPool
+from ragline.services.retrieval import RetrievalService
+
+log = logging.getLogger(__name__)
+
+
+def disk_usage(path: Path) -> int:
+    """Bytes really allocated under ``path`` (stores preallocate sparse files, so
+    ``st_size`` overstates); files that vanish while walking are skipped."""
+    total = 0
+    for p in path.rglob("*"):
+        try:
+            if p.is_file():
+                total += p.stat().st_blocks * 512
+        except OSError:
+            continue
+    return total
+
+
+class OperationsService:
+    def __init__(self, data_dir: Path, store: VectorStore, collections: CollectionService,
+                 embedders: EmbedderPool, retrieval: RetrievalService,
+                 reranker: Callable[[], Any | None], disk: DiskGuard | None = None) -> None:
+        self.disk = disk or DiskGuard.unlimited()
+        self.data_dir = data_dir
+        self.store = store
+        self.collections = collections
+        self.embedders = embedders
+        self.retrieval = retrieval
+        self.reranker = reranker
+
+    def health(self) -> dict[str, Any]:
+        try:
+            store = self.store.health()
+        except Exception:
+            log.exception("store health check failed")
+            store = Health.now("down", error="store health check failed")
+        body: dict[str, Any] = {
+            "status": "healthy" if store.status == "ok" else "degraded",
+            "timestamp": datetime.now(UTC).isoformat(),
+            "version": __version__,
+            "store": store.model_dump(),
+        }
+        try:
+            body["collections"] = len(self.collections.all())
+            body["storage_bytes"] = disk_usage(self.data_dir)
+        except Exception:  # health must answer even when the catalog does not
+            log.exception("catalog health check failed")
+            body["status"] = "degraded"
+            body["catalog_error"] = "the catalog could not be read (see the server log)"
+        body["disk"] = self.disk.status()
+        if not body["disk"]["writes_allowed"]:
+            body["status"] = "degraded"  # reads go on; writes answer 507 (issue 10)
+        reranker = self.reranker()
+        if reranker is not None:
+            body["cross_encoder"] = reranker.health_info()
+        return body
+
+    def info(self, tenant: str) -> dict[str, Any]:
+        cols = []
+        total = 0
+        for c in self.collections.all():
+            try:
+                n = self.collections.count(c, tenant)
+                size = self.collections.size_bytes(c)
+            except Exception as exc:  # emptied or deleted while we looked
+                log.info("info: skipping collection %s: %s", c.name, type(exc).__name__)
+                continue
+            total += n
+            cols.append({"name": c.name, "count": n, "dimension": c.dimension,
+                         "size_bytes": size, "embedding_provider": c.embedding_provider,
+                         "embedding_model": c.embedding_model})
+        return {"version": __version__, "collections": cols, "total_documents": total,
+                "storage_bytes": disk_usage(self.data_dir),
+                "embedding_cache": self.embedders.stats(),
+                "search_batching": self.retrieval.batching_stats()}
+
+    @staticmethod
+    def providers() -> dict[str, Any]:
+        return registry.describe()

@@ -1,0 +1,161 @@
+"""The search use case as callers ask for it: a request in, rendered hits out.
+
+One pipeline serves every entry point (HTTP, CLI, evaluation, MCP, library):
+resolve the collection (one default-collection rule), map the book-style
+filter parameters onto a ``where`` object, parse ``where`` with the configured
+limits, run :class:`~ragline.services.retrieval.RetrievalService` (embed, store
+query, rerank, boost, threshold), then expand hits with their context. Routes
+only parse the body and render what this returns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio.to_thread
+
+from ragline.core.filters import Limits, Node, parse_where, parse_where_json
+from ragline.errors import CollectionNotFound, InvalidInput
+from ragline.services.collections import CollectionService
+from ragline.services.expand import expand_hits
+from ragline.services.retrieval import Fusion, Mode, RetrievalService, SearchQuery
+from ragline.settings import Settings
+
+NO_DEFAULT = ("No collection given and no default collection configured "
+              "(set RAGLINE_DEFAULT_COLLECTION or pass 'collection')")
+
+
+@dataclass
+class SearchRequest:
+    """A search as a caller states it (every field optional but a query or embedding).
+
+    ``filters`` holds the book-style parameters of ``POST /search`` (``hardware_tier``,
+    ``module``, ``chapter_min``/``chapter_max``, ``lesson``, ``proficiency_levels``,
+    ``layer``); they are ANDed with ``where``.
+    """
+
+    collection: str | None = None
+    query: str | None = None
+    embedding: Any = None
+    mode: Mode | None = None
+    where: dict[str, Any] | None = None
+    limit: int = 10
+    score_threshold: float | None = None
+    include_embeddings: bool = False
+    rrf_k: int | None = None
+    candidates: int | None = None
+    fusion: Fusion | None = None
+    rerank: bool = False
+    rerank_candidates: int = 50
+    boost: dict[str, Any] | None = None
+    expand: str = "none"
+    filters: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SearchHit:
+    id: str
+    text: str
+    metadata: dict[str, Any]
+    score: float
+    embedding: list[float] | None = None
+    context: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SearchResponse:
+    collection: str
+    hits: list[SearchHit]
+    mode: str
+    took_ms: float
+    stages: list[str]
+    warnings: list[str]
+
+
+def book_filters(where: dict[str, Any] | None, filters: dict[str, Any]) -> dict[str, Any] | None:
+    """The book-style search parameters as one ``where`` object (ANDed with ``where``)."""
+    parts: list[dict[str, Any]] = [where] if where else []
+    f = {k: v for k, v in filters.items() if v is not None}
+    if "hardware_tier" in f:
+        parts.append({"hardware_tier": {"$lte": f["hardware_tier"]}})
+    if "module" in f:
+        parts.append({"module": f["module"]})
+    if "chapter_min" in f:
+        parts.append({"chapter": {"$gte": f["chapter_min"]}})
+    if "chapter_max" in f:
+        parts.append({"chapter": {"$lte": f["chapter_max"]}})
+    if "lesson" in f:
+        parts.append({"lesson": f["lesson"]})
+    if f.get("proficiency_levels"):
+        parts.append({"proficiency_level": {"$in": f["proficiency_levels"]}})
+    if "layer" in f:
+        parts.append({"layer": f["layer"]})
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else {"$and": parts}
+
+
+class SearchService:
+    def __init__(self, settings: Settings, collections: CollectionService,
+                 retrieval: RetrievalService) -> None:
+        self.settings = settings
+        self.collections = collections
+        self.retrieval = retrieval
+
+    # -- the rules shared by every entry point -------------------------------------------
+    def limits(self) -> Limits:
+        s = self.settings
+        return Limits(s.filter_max_depth, s.filter_max_conditions, s.filter_max_in_values)
+
+    def parse_where(self, raw: dict[str, Any] | str | None) -> Node | None:
+        """A ``where`` given as an object (bodies) or a JSON string (query strings)."""
+        if isinstance(raw, str):
+            return parse_where_json(raw, self.limits())
+        return parse_where(raw, self.limits())
+
+    def collection_name(self, given: str | None) -> str:
+        """The one default-collection rule: the name given, else the configured default.
+
+        Nothing given and nothing configured is a 400 that says how to fix it.
+        """
+        if given:
+            return given
+        if not self.settings.default_collection:
+            raise InvalidInput(NO_DEFAULT)
+        return self.settings.default_collection
+
+    def existing_default(self, given: str | None) -> str:
+        """Like :meth:`collection_name`, for reads: a missing *default* collection says
+        that it is the default, instead of a bare "not found"."""
+        name = self.collection_name(given)
+        if not given and self.collections.find(name) is None:
+            raise CollectionNotFound(name, message=(
+                f"Collection '{name}' not found: it is the default collection "
+                "(RAGLINE_DEFAULT_COLLECTION) and nothing was ingested into it yet; pass "
+                "'collection' or ingest documents first"))
+        return name
+
+    # -- the pipeline -------------------------------------------------------------------
+    async def search(self, tenant: str, req: SearchRequest) -> SearchResponse:
+        name = self.existing_default(req.collection)
+        where = self.parse_where(book_filters(req.where, req.filters))
+        q = SearchQuery(collection=name, tenant=tenant, query=req.query,
+                        embedding=req.embedding, mode=req.mode, where=where, limit=req.limit,
+                        score_threshold=req.score_threshold,
+                        include_embeddings=req.include_embeddings, rrf_k=req.rrf_k,
+                        candidates=req.candidates, fusion=req.fusion, rerank=req.rerank,
+                        rerank_candidates=req.rerank_candidates, boost=req.boost)
+        result = await self.retrieval.search(q)
+        hits = [SearchHit(h.id, h.text, dict(h.metadata), h.score,
+                          [float(x) for x in h.embedding]
+                          if req.include_embeddings and h.embedding is not None else None)
+                for h in result.hits]
+        if req.expand != "none" and hits:
+            info = self.collections.get(name)
+            extra = await anyio.to_thread.run_sync(
+                expand_hits, self.retrieval.store, info, tenant, result.hits, req.expand)
+            for hit, added in zip(hits, extra, strict=True):
+                hit.context = added
+        return SearchResponse(name, hits, result.mode, result.took_ms, result.stages,
+                              result.warnings)

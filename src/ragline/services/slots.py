@@ -1,0 +1,48 @@
+"""Building the provider slots (store, reranker) from Settings, through the registry.
+
+Every slot is built the same way: the provider named in settings is looked up in
+the registry and given its own typed config (``<slot>_options``), validated by
+the provider's ``Config``. Settings carry no engine-specific knob at the top
+level; the only things filled in here are those that come from the data
+directory (an embedded store's ``path``) or from the spec-000 shorthand for the
+cross-encoder.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ragline.providers.registry import registry
+from ragline.providers.stores.base import VectorStore
+from ragline.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def build_store(settings: Settings) -> VectorStore:
+    options = dict(settings.store_options)
+    fields = registry.get("stores", settings.store).Config.model_fields
+    if "path" in fields:
+        options.setdefault("path", settings.shards_dir())
+    store: VectorStore = registry.build("stores", settings.store, options)
+    return store
+
+
+def build_reranker(settings: Settings) -> Any | None:
+    """The configured reranker, or ``None`` (logged) when none is configured.
+
+    ``reranker`` + ``reranker_options`` name any registered reranker; without
+    them, the cross-encoder shorthand of spec 000 applies (``--cross-encoder-path`` >
+    ``--cross-encoder`` > ``CROSS_ENCODER_PATH`` > ``CROSS_ENCODER_MODEL``). A model
+    that was asked for but cannot load raises ``ModelLoadError``.
+    """
+    if settings.reranker:
+        reranker = registry.build("rerankers", settings.reranker, settings.reranker_options)
+        log.info("reranker %s loaded (%s)", settings.reranker, getattr(reranker, "model", ""))
+        return reranker
+    try:
+        from ragline.providers.rerankers.cross_encoder import load_from_settings
+    except ImportError:  # the rerank extra is not installed
+        return None
+    return load_from_settings(settings)

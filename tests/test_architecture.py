@@ -1,0 +1,69 @@
+"""The structure that keeps the facade the only door, pinned by tests.
+
+* the import-linter contracts in pyproject.toml hold on ``src/`` — and really fail
+  when a route imports the catalog (checked on a copy of the tree with one
+  deliberate violation);
+* no route, CLI command or evaluation touches ``Ragline.services`` (the wiring
+  behind the door), which import rules alone cannot see;
+* routes never import other routes.
+"""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "ragline"
+LINT = Path(sys.executable).with_name("lint-imports")
+
+
+def _lint(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(LINT), "--config", str(root / "pyproject.toml"), "--no-cache"],
+                          cwd=root, capture_output=True, text=True, timeout=300,
+                          env={"PYTHONPATH": str(root / "src"), "PATH": "/usr/bin:/bin"})
+
+
+def test_import_contracts_hold() -> None:
+    done = _lint(ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3 kept, 0 broken" in done.stdout
+
+
+def test_import_contracts_catch_a_route_reaching_into_the_catalog(tmp_path: Path) -> None:
+    copy = tmp_path / "repo"
+    shutil.copytree(SRC, copy / "src" / "ragline",
+                    ignore=shutil.ignore_patterns("__pycache__", "static"))
+    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    route = copy / "src" / "ragline" / "api" / "routes" / "health.py"
+    route.write_text(route.read_text() + "\nfrom ragline.catalog.sqlite import Catalog  # noqa\n")
+    done = _lint(copy)
+    assert done.returncode != 0
+    assert "Routes and CLI go through the facade BROKEN" in done.stdout
+    assert "ragline.api.routes.health -> ragline.catalog.sqlite" in done.stdout
+
+
+def _python_files(*parts: str) -> list[Path]:
+    return [p for part in parts for p in sorted((SRC / part).rglob("*.py"))]
+
+
+def test_routes_cli_and_evaluation_never_touch_the_wiring_behind_the_facade() -> None:
+    offenders = []
+    for path in _python_files("api", "cli", "evaluation"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in ("services", "_services"):
+                offenders.append(f"{path.relative_to(SRC)}:{node.lineno}")
+    assert offenders == []
+
+
+def test_routes_never_import_routes() -> None:
+    offenders = []
+    for path in _python_files("api/routes"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                    "ragline.api.routes"):
+                offenders.append(f"{path.name}: from {node.module}")
+    assert offenders == []
