@@ -139,11 +139,11 @@ def _ingest_and_snapshot(data: Path, book: Path | None,
                          mode: str = "incremental") -> dict[str, tuple[str, dict[str, Any]]]:
     """Run an ingestion in this process (after the killed one is gone), then read back
     every record without its timestamps."""
-    rl = Ragline(_settings(data))
+    rl = Ragline(_settings(data)).start()
     try:
         if book is not None:
-            rl.ingest.run_directory("book", rl.tenant, book, mode)
-        page = rl.documents.list_page("book", rl.tenant, None, 100_000, 0)
+            rl.services.ingest.run_directory("book", rl.tenant, book, mode)
+        page = rl.services.documents.list_page("book", rl.tenant, None, 100_000, 0)
         volatile = {"created_at", "updated_at"}
         return {rec.id: (rec.text, {k: v for k, v in rec.metadata.items() if k not in volatile})
                 for rec in page.records}

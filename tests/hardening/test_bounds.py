@@ -18,15 +18,16 @@ from tests.ingestion_support import fake_settings
 
 def test_full_job_queue_is_429_with_retry_after(tmp_path: Path) -> None:
     rl = Ragline(fake_settings(tmp_path, job_queue_max=2, job_workers=1,
-                               ingest_sync_max_bytes=16))
+                               ingest_sync_max_bytes=16)).start()
     release = threading.Event()
-    real = rl.ingest.ingest_text
+    ingest = rl.services.ingest
+    real = ingest.ingest_text
 
     def slow(*args: Any, **kwargs: Any) -> Any:
         release.wait(20)
         return real(*args, **kwargs)
 
-    rl.ingest.ingest_text = slow  # type: ignore[method-assign]
+    ingest.ingest_text = slow  # type: ignore[method-assign]
     try:
         with TestClient(create_app(ragline=rl), base_url="http://localhost") as c:
             text = {"text": "Grippers close two fingers on an object. " * 3}
@@ -35,10 +36,11 @@ def test_full_job_queue_is_429_with_retry_after(tmp_path: Path) -> None:
             r = c.post("/api/rag/ingest/text", json=text)
             assert r.status_code == 429 and r.headers["retry-after"] == "10"
             assert "job_queue_max" in r.json()["message"]
-            assert len(rl.jobs.recent(10)) == 2  # the refused one left no job behind
+            assert len(rl.jobs(rl.owner(), 10)) == 2  # the refused one left no job behind
             release.set()
             for resp in first:
-                assert rl.jobs.wait(resp.json()["job_id"], 30).status == "succeeded"
+                job = rl.wait_for_job(rl.owner(), resp.json()["job_id"], 30)
+                assert job.status == "succeeded"
             assert c.post("/api/rag/ingest/text", json=text).status_code == 202
     finally:
         release.set()
@@ -46,19 +48,19 @@ def test_full_job_queue_is_429_with_retry_after(tmp_path: Path) -> None:
 
 
 def test_concurrent_uploads_are_bounded(tmp_path: Path) -> None:
-    rl = Ragline(fake_settings(tmp_path, max_concurrent_uploads=2))
+    rl = Ragline(fake_settings(tmp_path, max_concurrent_uploads=2)).start()
     try:
         with TestClient(create_app(ragline=rl), base_url="http://localhost",
                         headers={"X-API-Key": "k"}) as c:
             files = {"documentFile": ("a.txt", b"Grippers close two fingers.", "text/plain")}
             with ExitStack() as held:
                 for _ in range(2):
-                    held.enter_context(rl.ingest.upload_slot())
+                    held.enter_context(rl.upload_slot())
                 r = c.post("/api/rag/ingest/upload", files=files)
                 assert r.status_code == 429 and "max_concurrent_uploads" in r.json()["message"]
                 assert int(r.headers["retry-after"]) >= 1
                 with pytest.raises(TooManyRequests):
-                    held.enter_context(rl.ingest.upload_slot())
+                    held.enter_context(rl.upload_slot())
             r = c.post("/api/rag/ingest/upload", files=files)
             assert r.status_code == 201, r.text
     finally:

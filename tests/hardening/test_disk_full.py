@@ -19,7 +19,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from ragline.api.app import create_app
-from ragline.facade import Ragline
+from ragline.facade import IngestSource, Ragline
 from tests.api.helpers import doc
 from tests.ingestion_support import fake_settings
 from tests.live_server import LiveServer
@@ -36,16 +36,16 @@ class FakeDisk:
 
 
 def test_writes_answer_507_before_the_store_is_touched_and_resume(tmp_path: Path) -> None:
-    rl = Ragline(fake_settings(tmp_path, disk_reserve_bytes=100 * MiB))
+    rl = Ragline(fake_settings(tmp_path, disk_reserve_bytes=100 * MiB)).start()
     disk = FakeDisk()
-    rl.disk.free = disk
+    rl.services.ingest.disk.free = disk
     try:
         with TestClient(create_app(ragline=rl), base_url="http://localhost",
                         headers={"X-API-Key": "k"}) as c:
             assert c.post("/collections", json={"name": "docs"}).status_code == 201
             assert c.post("/collections/docs/documents",
                           json={"documents": [doc(1)]}).status_code == 200
-            shards = set(rl.store.shard_keys())
+            shards = set(rl.services.store.shard_keys())
             disk.free = 101 * MiB  # above the reserve, but not with this write on top
             big = [doc(i, dim=4) | {"text": "x" * 600_000} for i in range(2, 4)]
             r = c.post("/collections/docs/documents", json={"documents": big})
@@ -58,7 +58,7 @@ def test_writes_answer_507_before_the_store_is_touched_and_resume(tmp_path: Path
             r = c.post("/api/rag/ingest/text", json={"text": "Grippers close two fingers."})
             assert r.status_code == 507
             # nothing was written, no shard was created, reads go on
-            assert set(rl.store.shard_keys()) == shards
+            assert set(rl.services.store.shard_keys()) == shards
             assert c.get("/collections/docs").json()["count"] == 1
             assert c.get("/collections/docs/documents/d1").status_code == 200
             assert c.post("/collections/docs/search",
@@ -78,20 +78,21 @@ def test_writes_answer_507_before_the_store_is_touched_and_resume(tmp_path: Path
 def test_an_ingestion_job_fails_cleanly_on_a_full_disk_and_reruns(tmp_path: Path) -> None:
     from tests.ingestion_support import copy_book
 
-    rl = Ragline(fake_settings(tmp_path, disk_reserve_bytes=100 * MiB))
+    rl = Ragline(fake_settings(tmp_path, disk_reserve_bytes=100 * MiB)).start()
     disk = FakeDisk()
-    rl.disk.free = disk
+    rl.services.ingest.disk.free = disk
     try:
         book = copy_book(tmp_path)
-        rl.ingest.ensure_collection("book")
+        rl.services.ingest.ensure_collection("book")
         disk.free = 10 * MiB
-        job = rl.jobs.submit_directory("book", "default", str(book))
-        done = rl.jobs.wait(job.id, 60)
+        job = rl.ingest(rl.owner(), IngestSource("directory", "book", path=str(book))).job
+        assert job is not None
+        done = rl.wait_for_job(rl.owner(), job.id, 60)
         assert done.status == "failed" and "disk" in (done.error or "")
         disk.free = 10_000 * MiB
-        again = rl.jobs.wait(rl.jobs.rerun(job.id).id, 60)
+        again = rl.wait_for_job(rl.owner(), rl.rerun_job(rl.owner(), job.id).id, 60)
         assert again.status == "succeeded"
-        assert rl.documents.count("book", "default") > 0
+        assert rl.services.documents.count("book", "default") > 0
     finally:
         rl.close()
 

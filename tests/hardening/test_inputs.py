@@ -155,7 +155,10 @@ ODD_KEYS = ["og:title", "reading time", "a.b", "x@y", "a/b", "#h", "a+b", "it's"
 @pytest.mark.parametrize("key", ODD_KEYS)
 def test_odd_keys_are_stored_filtered_and_listed(client: TestClient, key: str) -> None:
     make_collection(client)
-    add(client, "docs", [doc(1, **{key: "v"}), doc(2, **{key: 3}), doc(3, **{key: True})])
+    docs = [doc(i) for i in (1, 2, 3)]
+    for d, v in zip(docs, ("v", 3, True), strict=True):
+        d["metadata"] = {key: v}
+    add(client, "docs", docs)
     listed = client.get("/collections/docs/documents", params={"where": json.dumps({key: "v"})})
     assert listed.status_code == 200 and [d["id"] for d in listed.json()["documents"]] == ["d1"]
     rng = client.get("/collections/docs/documents",
@@ -173,7 +176,9 @@ def test_keys_outside_the_grammar_are_400_naming_the_key_and_nothing_written(
     client: TestClient, key: str
 ) -> None:
     make_collection(client)
-    r = post_docs(client, [doc(1), doc(2, **{key: 1})])
+    bad = doc(2)
+    bad["metadata"] = {key: 1}
+    r = post_docs(client, [doc(1), bad])
     assert r.status_code == 400 and repr(key) in r.json()["message"]
     assert count(client) == 0
     if key:
@@ -183,7 +188,7 @@ def test_keys_outside_the_grammar_are_400_naming_the_key_and_nothing_written(
         assert r.status_code == 400 and repr(key) in r.json()["message"]
 
 
-KEY = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=0, max_size=12)
+KEY = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=0, max_size=12)
 
 
 @settings(max_examples=40, deadline=None,
@@ -222,20 +227,20 @@ def test_frontmatter_keys_follow_the_grammar_and_odd_ones_never_fail_a_job(
     md = (b'---\ntitle: Grippers\nog:title: Robot grippers\nreading time: 5\n'
           b'"say \\"hi\\"": 1\nhuge: 1' + b"0" * 30 + b"\n---\n# Grippers\n\n"
           b"Parallel grippers close two fingers on an object.\n")
-    rl = Ragline(fake_settings(tmp_path))
+    rl = Ragline(fake_settings(tmp_path)).start()
     try:
         with caplog.at_level("WARNING"):
-            res = rl.ingest.ingest_bytes("book", "default", md, "grippers.md")
+            res = rl.services.ingest.ingest_bytes("book", "default", md, "grippers.md")
         assert res.chunks >= 1
         assert any("grippers.md" in m and "say" in m for m in caplog.messages)
-        hits = rl.documents.list_page("book", "default",
+        hits = rl.services.documents.list_page("book", "default",
                                       parse_where({"og:title": "Robot grippers",
                                                    "reading time": {"$gte": 5}}), 10, 0)
         assert hits.total == res.chunks
         meta = hits.records[0].metadata
         assert 'say "hi"' not in meta and meta["huge"] == "1" + "0" * 30
         # a second run (the incremental path) and a full re-run do not fail either
-        again = rl.ingest.ingest_bytes("book", "default", md, "grippers.md")
+        again = rl.services.ingest.ingest_bytes("book", "default", md, "grippers.md")
         assert again.unchanged
     finally:
         rl.close()

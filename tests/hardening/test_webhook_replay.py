@@ -11,8 +11,8 @@ from fastapi.testclient import TestClient
 
 from ragline.api.app import create_app
 from ragline.facade import Ragline
-from tests.api.test_ingestion_webhook import SECRET, SENSING, Repos, push_payload, sign
-from tests.ingestion_support import fake_settings
+from tests.api.test_ingestion_webhook import SECRET, Repos, push_payload, sign
+from tests.ingestion_support import SENSING, fake_settings
 
 
 def deliver(c: TestClient, body: bytes, delivery: str, signature: str | None = None) -> Any:
@@ -41,7 +41,11 @@ def test_replayed_delivery_answers_duplicate_and_does_nothing(
     import ragline.services.webhook as service
 
     real_pull = service.git_pull
-    monkeypatch.setattr(service, "git_pull", lambda repo: pulls.append(repo) or real_pull(repo))
+    def counting_pull(repo: Path) -> str:
+        pulls.append(repo)
+        return real_pull(repo)
+
+    monkeypatch.setattr(service, "git_pull", counting_pull)
     body = push_payload([f"docs/{SENSING}"])
     first = deliver(client, body, "d-1", sign(body))
     assert first.status_code == 202 and first.json()["status"] == "queued", first.text
@@ -50,7 +54,7 @@ def test_replayed_delivery_answers_duplicate_and_does_nothing(
         again = deliver(client, body, "d-1", sign(body))
         assert again.status_code == 200
         assert again.json() == {"status": "duplicate", "duplicate": True, "delivery": "d-1"}
-    assert len(pulls) == 1 and len(rl.jobs.recent()) == 1
+    assert len(pulls) == 1 and len(rl.jobs(rl.owner())) == 1
     # a bad signature with a known id is still 401, not "duplicate"
     assert deliver(client, body, "d-1", "sha256=00").status_code == 401
     # another delivery id is handled
@@ -59,14 +63,12 @@ def test_replayed_delivery_answers_duplicate_and_does_nothing(
 
 
 def test_delivery_ids_survive_a_restart_and_expire_after_the_window(settings: Any) -> None:
-    rl = Ragline(settings)
-    try:
-        assert rl.deliveries.first_time("x", 60) and not rl.deliveries.first_time("x", 60)
-    finally:
-        rl.close()
-    rl = Ragline(settings)
-    try:
-        assert not rl.deliveries.first_time("x", 60)  # persisted in the catalog
-        assert rl.deliveries.first_time("x", 0)  # outside a zero window: handled again
-    finally:
-        rl.close()
+    with Ragline(settings) as rl:
+        deliveries = rl.services.webhook.deliveries
+        assert deliveries is not None
+        assert deliveries.first_time("x", 60) and not deliveries.first_time("x", 60)
+    with Ragline(settings) as rl:
+        deliveries = rl.services.webhook.deliveries
+        assert deliveries is not None
+        assert not deliveries.first_time("x", 60)  # persisted in the catalog
+        assert deliveries.first_time("x", 0)  # outside a zero window: handled again

@@ -9,6 +9,7 @@ and no internal path or exception text reaches the body.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,14 +29,16 @@ log = logging.getLogger(__name__)
 
 def disk_usage(path: Path) -> int:
     """Bytes really allocated under ``path`` (stores preallocate sparse files, so
-    ``st_size`` overstates); files that vanish while walking are skipped."""
+    ``st_size`` overstates). Directories and files that vanish while walking (a shard
+    dropped by a concurrent empty) are skipped: ``os.walk`` ignores listing errors,
+    where ``Path.rglob`` raised and made ``/info`` a 500 (issue 10)."""
     total = 0
-    for p in path.rglob("*"):
-        try:
-            if p.is_file():
-                total += p.stat().st_blocks * 512
-        except OSError:
-            continue
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+            except OSError:
+                continue
     return total
 
 
