@@ -18,7 +18,7 @@ way. Storage and services raise these; they never import FastAPI.
     │   ├── CollectionExists          409  collection_exists
     │   └── ShardGone                 409  shard_gone
     ├── PayloadTooLarge               413  payload_too_large
-    ├── TooManyRequests               429  too_many_requests  (Retry-After)
+    ├── TooManyRequests               429  too_many_requests
     ├── ServiceUnavailable            503  service_unavailable
     │   ├── StoreUnavailable          503  store_unavailable
     │   ├── ModelNotLoaded            503  model_not_loaded

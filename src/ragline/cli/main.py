@@ -65,15 +65,15 @@ def serve(
         "--list-reranker-models", help="Print recommended cross-encoders and exit.")] = False,
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
     max_connections: Annotated[int | None, typer.Option(
-        help="Open connections served at once (default: setting http_max_connections).")] = None,
+        metavar="N", help="Open connections served at once (default: setting http_max_connections).")] = None,
     header_timeout: Annotated[float | None, typer.Option(
-        help="Seconds a client has to send its request headers.")] = None,
+        metavar="S", help="Seconds a client has to send its request headers.")] = None,
     body_timeout: Annotated[float | None, typer.Option(
-        help="Longest pause in a request body, in seconds.")] = None,
+        metavar="S", help="Longest pause in a request body, in seconds.")] = None,
     allowed_host: Annotated[list[str] | None, typer.Option(
-        "--allowed-host", help="Host name the API answers to (repeat; '*' = any).")] = None,
+        "--allowed-host", metavar="HOST", help="Host name the API answers to (repeat; '*' = any).")] = None,
     cors_origin: Annotated[list[str] | None, typer.Option(
-        "--cors-origin", help="Origin allowed by CORS (repeat; default: CORS off).")] = None,
+        "--cors-origin", metavar="URL", help="Origin allowed by CORS (repeat; default: CORS off).")] = None,
 ) -> None:
     """Serve the HTTP API (embedded store, nothing else to start)."""
     if list_reranker_models:
