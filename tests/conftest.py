@@ -11,6 +11,9 @@ from fastapi.testclient import TestClient
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Most tests exercise features, not access control: they run with auth off (as an admin of
+# the default tenant). tests/api/test_security.py and the auth tests turn it on explicitly.
+os.environ["RAGLINE_AUTH"] = "off"
 
 from ragline.api.app import create_app
 from ragline.settings import Settings

@@ -59,7 +59,7 @@ def fake_settings(tmp_path: Path, **overrides: Any) -> Settings:
     values: dict[str, Any] = {
         "data_dir": tmp_path / "data", "default_embedder": "fake",
         "default_collection": "book", "ingest_chunk_tokens": CHUNK_TOKENS,
-        "ingest_retry_wait_s": 0.0, **overrides,
+        "ingest_retry_wait_s": 0.0, "ingest_allowed_roots": [tmp_path], **overrides,
     }
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]
 

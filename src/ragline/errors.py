@@ -16,7 +16,8 @@ way. Storage and services raise these; they never import FastAPI.
     │   └── DocumentNotFound          404  document_not_found
     ├── Conflict                      409  conflict
     │   ├── CollectionExists          409  collection_exists
-    │   └── ShardGone                 409  shard_gone
+    │   ├── ShardGone                 409  shard_gone
+    │   └── DataDirInUse              409  data_dir_in_use
     ├── PayloadTooLarge               413  payload_too_large
     ├── TooManyRequests               429  too_many_requests
     ├── ServiceUnavailable            503  service_unavailable
@@ -110,6 +111,12 @@ class ShardGone(Conflict):
     """The shard an operation started on was dropped (emptied/deleted) under it."""
 
     code = "shard_gone"
+
+
+class DataDirInUse(Conflict):
+    """Another ragline process holds the data directory (one process per directory)."""
+
+    code = "data_dir_in_use"
 
 
 class PayloadTooLarge(RaglineError):

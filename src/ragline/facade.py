@@ -27,10 +27,13 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from ragline.catalog.deliveries import Deliveries
 from ragline.catalog.ingest_state import COUNTERS, IngestState, Job, JobTable
+from ragline.catalog.keys import KeyRecord, KeyTable
+from ragline.catalog.lock import DataDirLock
 from ragline.catalog.sqlite import Catalog
 from ragline.core.principal import Principal
 from ragline.core.types import CollectionInfo, Page, Record, Scalar
 from ragline.errors import (
+    CollectionNotFound,
     DocumentNotFound,
     Forbidden,
     InvalidInput,
@@ -39,6 +42,7 @@ from ragline.errors import (
     RerankError,
 )
 from ragline.providers.stores.base import VectorStore
+from ragline.services.auth import AuthService
 from ragline.services.collections import MSG_NOT_EXIST, CollectionService
 from ragline.services.context import ContextService
 from ragline.services.diskspace import DiskGuard
@@ -51,7 +55,7 @@ from ragline.services.jobs import JobService
 from ragline.services.operations import OperationsService
 from ragline.services.retrieval import BatchSettings, RetrievalService
 from ragline.services.searching import SearchRequest, SearchResponse, SearchService
-from ragline.services.slots import build_reranker, build_store
+from ragline.services.slots import build_reranker, build_store, check_model_name
 from ragline.services.validation import InputLimits
 from ragline.services.webhook import WebhookService
 from ragline.settings import Settings
@@ -65,7 +69,7 @@ RERANKER_NOT_LOADED = "Cross-encoder not loaded. Start server with --cross-encod
 
 __all__ = [
     "CollectionView", "DocumentInput", "IngestOutcome", "IngestSource", "IngestStats", "Job",
-    "Principal",
+    "KeyRecord", "Principal",
     "Ragline", "SearchRequest", "SearchResponse", "job_counters",
 ]
 
@@ -87,6 +91,11 @@ class CollectionView:
     count: int
     created_at: str
     updated_at: str
+    embed: dict[str, str | None] | None = None  # server-side embedding, when opted in
+
+
+def _str_or_none(v: Any) -> str | None:
+    return v if isinstance(v, str) else None
 
 
 @dataclass
@@ -108,6 +117,7 @@ class Services:
     context: ContextService
     webhook: WebhookService
     operations: OperationsService
+    auth: AuthService
     reranker: Any | None
 
 
@@ -119,6 +129,8 @@ class Ragline:
         self._portal_cm: Any = None
         self._portal: BlockingPortal | None = None
         self._portal_lock = threading.Lock()
+        self._lock: DataDirLock | None = None
+        self.address: str | None = None  # set by `ragline serve`: named to a second process
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> Ragline:
@@ -128,11 +140,18 @@ class Ragline:
         s = self.settings
         s.apply_process_environment()
         s.data_dir.mkdir(parents=True, exist_ok=True)
-        catalog = Catalog(s.catalog_path())
+        lock = DataDirLock(s.data_dir)
+        lock.acquire(self.address)
+        try:
+            catalog = Catalog(s.catalog_path())
+        except BaseException:
+            lock.release()
+            raise
         try:
             store = build_store(s)
         except BaseException:
             catalog.close()
+            lock.release()
             raise
         try:
             self._services = self._wire(catalog, store)
@@ -143,7 +162,9 @@ class Ragline:
                 self._services = None
             store.close()
             catalog.close()
+            lock.release()
             raise
+        self._lock = lock
         return self
 
     def _wire(self, catalog: Catalog, store: VectorStore) -> Services:
@@ -172,6 +193,7 @@ class Ragline:
             ingest=ingest, jobs=jobs, ingestion=ingestion,
             context=ContextService(collections, store, state, search),
             webhook=WebhookService(s, ingestion.submit, Deliveries(catalog)),
+            auth=AuthService(s, KeyTable(catalog)),
             operations=OperationsService(s.data_dir, store, collections, embedders, retrieval,
                                          self._reranker, disk),
             reranker=reranker)
@@ -195,11 +217,16 @@ class Ragline:
                 self._portal_cm = self._portal = None
         if sv is None:
             return
-        sv.jobs.close()
-        sv.ingest.fetcher.close()
-        sv.retrieval.close()
-        sv.store.close()
-        sv.catalog.close()
+        try:
+            sv.jobs.close()
+            sv.ingest.fetcher.close()
+            sv.retrieval.close()
+            sv.store.close()
+            sv.catalog.close()
+        finally:
+            if self._lock is not None:
+                self._lock.release()
+                self._lock = None
 
     def __enter__(self) -> Ragline:
         return self.start()
@@ -243,27 +270,50 @@ class Ragline:
         if not caller.is_admin:
             raise Forbidden(f"Only an admin key can {what}")
 
+    @staticmethod
+    def _may_use(caller: Principal, info: CollectionInfo) -> bool:
+        """Collections are shared unless their metadata lists ``tenants``: then only those
+        tenants (and admins) see them; to anyone else they do not exist."""
+        allowed = info.metadata.get("tenants")
+        return caller.is_admin or not isinstance(allowed, list) or caller.tenant in allowed
+
+    def _collection(self, caller: Principal, name: str) -> CollectionInfo:
+        info = self.services.collections.get(name)
+        if not self._may_use(caller, info):
+            raise CollectionNotFound(name)
+        return info
+
     def _view(self, info: CollectionInfo, caller: Principal) -> CollectionView:
-        return CollectionView(info.name, info.metadata, info.dimension, info.embedding_provider,
-                              info.embedding_model,
+        meta = info.metadata
+        embed = ({"provider": info.embedding_provider, "model": info.embedding_model}
+                 if info.embedding_provider else None)
+        return CollectionView(info.name, meta, info.dimension,
+                              _str_or_none(meta.get("embedding_provider")),
+                              _str_or_none(meta.get("embedding_model")),
                               self.services.collections.count(info, caller.tenant),
-                              info.created_at, info.updated_at)
+                              info.created_at, info.updated_at, embed)
 
     # -- collections -------------------------------------------------------------------
     def create_collection(self, caller: Principal, name: str,
                           metadata: dict[str, Any] | None = None,
                           embedding_provider: str | None = None,
-                          embedding_model: str | None = None) -> CollectionView:
+                          embedding_model: str | None = None,
+                          embed: dict[str, Any] | None = None) -> CollectionView:
+        """``embedding_provider``/``embedding_model`` are spec 000's fields, kept as metadata
+        only; ``embed`` (``{"provider", "model"}``) opts in to server-side embedding."""
         self._admin(caller, "create collections")
+        if embed is not None and not caller.local:
+            check_model_name(embed.get("model"))
         info = self.services.collections.create(name, metadata, embedding_provider,
-                                                embedding_model)
+                                                embedding_model, embed)
         return self._view(info, caller)
 
     def list_collections(self, caller: Principal) -> list[CollectionView]:
-        return [self._view(c, caller) for c in self.services.collections.all()]
+        return [self._view(c, caller) for c in self.services.collections.all()
+                if self._may_use(caller, c)]
 
     def get_collection(self, caller: Principal, name: str) -> CollectionView:
-        return self._view(self.services.collections.get(name), caller)
+        return self._view(self._collection(caller, name), caller)
 
     def update_collection_metadata(self, caller: Principal, name: str,
                                    metadata: dict[str, Any], merge: bool) -> CollectionView:
@@ -277,6 +327,7 @@ class Ragline:
 
     def empty_collection(self, caller: Principal, name: str) -> int:
         """Every document of the caller's tenant; an admin naming no tenant empties all."""
+        self._collection(caller, name)
         if caller.all_tenants:
             return self.services.collections.empty(name, caller.tenant)
         return self.services.documents.delete_all(name, caller.tenant)
@@ -289,17 +340,19 @@ class Ragline:
     # -- documents ---------------------------------------------------------------------
     def add_documents(self, caller: Principal, collection: str,
                       documents: list[DocumentInput] | None) -> list[str]:
+        self._collection(caller, collection)
         return self.services.documents.add(collection, documents, caller.tenant)
 
     def list_documents(self, caller: Principal, collection: str,
                        where: dict[str, Any] | str | None = None, limit: int = 100,
                        offset: int = 0) -> Page:
-        self.services.collections.get(collection)  # 404 before 400, as spec 000 lists them
+        self._collection(caller, collection)  # 404 before 400, as spec 000 lists them
         node = self.services.search.parse_where(where)
         limit = min(limit, self.settings.list_max_limit)
         return self.services.documents.list_page(collection, caller.tenant, node, limit, offset)
 
     def get_document(self, caller: Principal, collection: str, doc_id: str) -> Record:
+        self._collection(caller, collection)
         rec = self.services.documents.get(collection, caller.tenant, doc_id)
         if rec is None:
             raise DocumentNotFound(f"Document '{doc_id}' not found in collection "
@@ -308,6 +361,7 @@ class Ragline:
 
     def delete_documents(self, caller: Principal, collection: str, ids: list[str] | None = None,
                          where: dict[str, Any] | None = None) -> int:
+        self._collection(caller, collection)
         node = self.services.search.parse_where(where) if where is not None else None
         if ids is None and node is None:
             raise InvalidInput("Give 'ids' or a non-empty 'where' to choose the documents "
@@ -316,14 +370,19 @@ class Ragline:
 
     def metadata_values(self, caller: Principal, collection: str,
                         field: str | None) -> list[Scalar]:
-        if field is None or field.strip() == "":
-            # checked after existence so a missing collection is still a 404
-            self.services.collections.get(collection, message=MSG_NOT_EXIST.format(collection))
+        info = self.services.collections.get(collection,
+                                             message=MSG_NOT_EXIST.format(collection))
+        if not self._may_use(caller, info):
+            raise CollectionNotFound(collection, message=MSG_NOT_EXIST.format(collection))
+        if field is None or field.strip() == "":  # after existence: a missing one is a 404
             raise InvalidInput("Query parameter 'field' is required")
         return self.services.documents.distinct(collection, caller.tenant, field)
 
     # -- search ------------------------------------------------------------------------
     async def search(self, caller: Principal, request: SearchRequest) -> SearchResponse:
+        name = self.services.search.existing_default(request.collection)
+        self._collection(caller, name)
+        request.collection = name
         return await self.services.search.search(caller.tenant, request)
 
     def search_sync(self, caller: Principal, request: SearchRequest) -> SearchResponse:
@@ -332,11 +391,15 @@ class Ragline:
 
     def context(self, caller: Principal, chunk_id: str, collection: str | None = None,
                 window: int | None = None) -> dict[str, Any]:
-        return self.services.context.context(caller.tenant, chunk_id, collection, window)
+        name = self.services.search.existing_default(collection)
+        self._collection(caller, name)
+        return self.services.context.context(caller.tenant, chunk_id, name, window)
 
     def lesson(self, caller: Principal, parent_doc_id: str,
                collection: str | None = None) -> dict[str, Any]:
-        return self.services.context.lesson(caller.tenant, parent_doc_id, collection)
+        name = self.services.search.existing_default(collection)
+        self._collection(caller, name)
+        return self.services.context.lesson(caller.tenant, parent_doc_id, name)
 
     def rerank(self, caller: Principal, query: str, documents: list[dict[str, Any]],
                top_k: int | None = None) -> list[Any]:
@@ -357,9 +420,18 @@ class Ragline:
     # -- ingestion ---------------------------------------------------------------------
     def ingest(self, caller: Principal, source: IngestSource, *, wait: bool = False,
                progress: Progress | None = None) -> IngestOutcome:
-        """The one submission path (HTTP, webhook, CLI, MCP); see services/ingestion.py."""
+        """The one submission path (HTTP, webhook, CLI, MCP); see services/ingestion.py.
+
+        Directories on the server are read for admins only and, for network callers, only
+        under ``RAGLINE_INGEST_ALLOWED_ROOTS``."""
+        if source.kind == "directory":
+            self._admin(caller, "ingest directories on the server")
+        name = self.services.search.collection_name(source.collection)
+        existing = self.services.collections.find(name)
+        if existing is not None and not self._may_use(caller, existing):
+            raise CollectionNotFound(name)
         return self.services.ingestion.submit(caller.tenant, source, wait=wait,
-                                              progress=progress)
+                                              progress=progress, local=caller.local)
 
     async def ingest_async(self, caller: Principal, source: IngestSource) -> IngestOutcome:
         """:meth:`ingest` for async callers: a URL is fetched on the fetch pool first
@@ -382,6 +454,7 @@ class Ragline:
         return self.services.ingestion.recent(self._job_scope(caller), limit, collection)
 
     def rerun_job(self, caller: Principal, job_id: str) -> Job:
+        self._admin(caller, "re-run directory jobs")
         return self.services.ingestion.rerun(self._job_scope(caller), job_id)
 
     def wait_for_job(self, caller: Principal, job_id: str, timeout: float | None = None) -> Job:
@@ -393,17 +466,47 @@ class Ragline:
         """Jobs of the caller's tenant; an admin naming no tenant sees every tenant's."""
         return None if caller.all_tenants else caller.tenant
 
-    def github_webhook(self, caller: Principal, headers: Mapping[str, str],
+    def github_webhook(self, headers: Mapping[str, str],
                        body: bytes) -> tuple[int, dict[str, Any]]:
-        """A GitHub delivery as received (blocking: runs git). Returns (status, body)."""
-        return self.services.webhook.handle(caller.tenant, headers, body)
+        """A GitHub delivery as received (blocking: runs git). Returns (status, body).
+        Authenticated by its signature; it acts in the default tenant."""
+        return self.services.webhook.handle(self.settings.default_tenant, headers, body)
+
+    # -- access --------------------------------------------------------------------------
+    def authenticate(self, key: str | None, tenant: str | None = None, *,
+                     public_ok: bool = False) -> Principal:
+        """The principal of a network request (see services/auth.py)."""
+        return self.services.auth.resolve(key, tenant, public_ok=public_ok)
+
+    @property
+    def auth_enabled(self) -> bool:
+        return self.settings.auth == "on"
+
+    def ensure_admin_key(self) -> str | None:
+        """First start of a data directory with auth on: create the first admin key, write
+        it to ``<data_dir>/admin-key.txt`` (owner-only) and return it, once."""
+        return self.services.auth.ensure_first_admin(self.settings.data_dir)
+
+    def create_key(self, caller: Principal, role: str, tenant: str,
+                   name: str = "") -> tuple[KeyRecord, str]:
+        self._admin(caller, "create API keys")
+        return self.services.auth.create_key(role, tenant, name)
+
+    def list_keys(self, caller: Principal) -> list[KeyRecord]:
+        self._admin(caller, "list API keys")
+        return self.services.auth.list_keys(None if caller.all_tenants else caller.tenant)
+
+    def revoke_key(self, caller: Principal, key_id: str) -> KeyRecord:
+        self._admin(caller, "revoke API keys")
+        return self.services.auth.revoke(key_id, None if caller.all_tenants else caller.tenant)
 
     # -- operations --------------------------------------------------------------------
     def health(self) -> dict[str, Any]:
         return self.services.operations.health()
 
     def info(self, caller: Principal) -> dict[str, Any]:
-        return self.services.operations.info(caller.tenant)
+        return self.services.operations.info(caller.tenant,
+                                             lambda c: self._may_use(caller, c))
 
     def providers(self) -> dict[str, Any]:
         return self.services.operations.providers()

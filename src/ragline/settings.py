@@ -195,6 +195,17 @@ class Settings(BaseSettings):
     http_max_connections: int = Field(
         1000, ge=1, description="Open connections served at once; beyond it new ones get 503.")
 
+    # --- access ------------------------------------------------------------
+    auth: Literal["on", "off"] = Field(
+        "on", description="API keys required on every endpoint not made public on purpose. "
+        "'off' makes every caller an admin of the default tenant; it is refused on a "
+        "non-loopback address unless auth_off_i_understand is set.")
+    auth_off_i_understand: bool = Field(
+        False, description="Allow RAGLINE_AUTH=off on a non-loopback address.")
+    public_search_tenant: str | None = Field(
+        None, description="Make POST /search, GET /context/{id} and GET /lesson/{id} "
+        "readable without a key, for this tenant only (nothing that writes is ever public).")
+
     # --- server ------------------------------------------------------------
     worker_threads: int = Field(
         4, ge=1, le=64, description="Threads for blocking work (store, models) per process.")

@@ -16,6 +16,34 @@ def test_create_with_top_level_embedding_fields_kept_as_metadata(client: TestCli
     assert got["count"] == 0 and got["dimension"] is None
 
 
+def test_spec_000_embedding_fields_never_embed_server_side(client: TestClient) -> None:
+    """Even a provider ragline runs, given at the top level, is metadata only: documents
+    without embeddings are refused with the spec's message, nothing is written, and no
+    model is called."""
+    body = make_collection(client, "s0", embedding_provider="local", embedding_model="x/y")
+    assert body["embed"] is None and body["embedding_provider"] == "local"
+    r = client.post("/collections/s0/documents", json={"documents": [{"id": "a", "text": "t"}]})
+    assert r.status_code == 400
+    assert r.json()["detail"] == "All documents must include pre-computed embeddings"
+    assert client.get("/collections/s0").json()["count"] == 0
+
+
+def test_embed_opts_in_and_is_validated(client: TestClient) -> None:
+    r = client.post("/collections", json={"name": "e1", "embed": {"provider": "nope"}})
+    assert r.status_code == 400
+    assert "Unknown embedding provider 'nope'" in r.json()["detail"]
+    assert "fake" in r.json()["detail"] and "local" in r.json()["detail"]
+    for model in ("/etc", "../models/x", "./m", "a/b/c"):
+        r = client.post("/collections", json={"name": "e2",
+                                              "embed": {"provider": "local", "model": model}})
+        assert r.status_code == 400 and "not a path" in r.json()["detail"], model
+    assert client.get("/collections/e2").status_code == 404  # nothing was created
+    body = make_collection(client, "e3", embed={"provider": "fake"})
+    assert body["embed"]["provider"] == "fake" and body["embedding_provider"] is None
+    add(client, "e3", [{"id": "a", "text": "server-side embedded"}])
+    assert client.get("/collections/e3").json()["dimension"] == 16
+
+
 def test_duplicate_name_is_409_and_keeps_the_original(client: TestClient) -> None:
     make_collection(client, "docs", metadata={"v": 1})
     r = client.post("/collections", json={"name": "docs", "metadata": {"v": 2}})

@@ -105,7 +105,8 @@ def test_missing_collection_is_created_with_the_default_embedder(client: TestCli
     job = run_job(client, path=str(copy_book(tmp_path)))  # default collection "book"
     assert job["status"] == "succeeded" and job["collection"] == "book"
     info = client.get("/collections/book").json()
-    assert info["embedding_provider"] == "fake" and info["dimension"] == 16
+    assert info["embed"]["provider"] == "fake"
+    assert info["dimension"] == 16
 
 
 def test_jobs_interrupted_by_a_restart_are_failed_and_can_be_rerun(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from tests.ingestion_support import SENSING, copy_book, sid
 def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     tmp = tmp_path_factory.mktemp("local")
     settings = Settings(data_dir=tmp / "data", default_collection="book",
-                        _env_file=None)  # type: ignore[call-arg]
+                        ingest_allowed_roots=[tmp], _env_file=None)  # type: ignore[call-arg]
     try:
         EmbedderPool(settings).get("local").embed(["probe"], "query")
     except Exception as exc:  # model not built on this machine

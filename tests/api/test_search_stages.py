@@ -30,7 +30,7 @@ RUNBOOKS = [
 def client(settings: Settings) -> Iterator[TestClient]:
     registry.register("embedders", "fake", FakeEmbedder)
     with local_client(create_app(settings)) as c:
-        c.post("/collections", json={"name": "rb", "embedding_provider": "fake"})
+        c.post("/collections", json={"name": "rb", "embed": {"provider": "fake"}})
         c.post("/collections/rb/documents", json={"documents": [
             {"id": i, "text": t, "metadata": {"tags": tags, "applicable_shapes": shapes}}
             for i, t, tags, shapes in RUNBOOKS]})

@@ -30,7 +30,7 @@ def client(settings: Settings) -> Iterator[TestClient]:
     registry.register("embedders", "fake", FakeEmbedder)
     settings.default_collection = "book"
     with local_client(create_app(settings)) as c:
-        r = c.post("/collections", json={"name": "book", "embedding_provider": "fake"})
+        r = c.post("/collections", json={"name": "book", "embed": {"provider": "fake"}})
         assert r.status_code == 201, r.text
         assert r.json()["dimension"] == 16
         docs = [{"id": i, "text": t, "metadata": m} for i, t, m in DOCS]
@@ -174,7 +174,18 @@ def test_default_collection_search_with_book_filters(client: TestClient) -> None
     assert {x["id"] for x in r.json()["results"]} == {"urdf"}
 
 
-def test_default_collection_missing_is_400(settings: Settings) -> None:
+def test_default_collection_rule(settings: Settings) -> None:
+    """One rule: the collection given, else the configured default; a default that does not
+    exist yet says it is the default; no default configured is a 400 saying how to set one."""
     with local_client(create_app(settings)) as c:
-        r = c.post("/search", json={"query": "x"})
-        assert r.status_code == 400 and "RAGLINE_DEFAULT_COLLECTION" in r.json()["detail"]
+        for r in (c.post("/search", json={"query": "x"}), c.get("/context/abc"),
+                  c.get("/lesson/some/lesson")):
+            assert r.status_code == 404
+            assert "'knowledge'" in r.json()["detail"]
+            assert "default collection (RAGLINE_DEFAULT_COLLECTION)" in r.json()["detail"]
+    settings.default_collection = None
+    with local_client(create_app(settings)) as c:
+        for r in (c.post("/search", json={"query": "x"}), c.get("/context/abc"),
+                  c.post("/api/rag/ingest/text", json={"text": "hello"})):
+            assert r.status_code == 400, r.text
+            assert "RAGLINE_DEFAULT_COLLECTION" in r.json()["detail"]

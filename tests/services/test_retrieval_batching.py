@@ -24,7 +24,7 @@ WORDS = ["lidar", "camera", "imu", "encoder", "gripper", "planner", "map", "odom
 @pytest.fixture
 def rl(tmp_path: Path) -> Iterator[Ragline]:
     r = Ragline(fake_settings(tmp_path, search_max_wait_ms=20)).start()
-    r.services.collections.create("docs", embedding_provider="fake")
+    r.services.collections.create("docs", embed={"provider": "fake"})
     rng = random.Random(7)  # varied texts: few exact score ties
     docs = [DocumentInput(" ".join(rng.choices(WORDS, k=rng.randint(2, 7))) + f" note {i}",
                           {"n": i}) for i in range(60)]

@@ -21,6 +21,7 @@ from ragline.api.routes import (
     documents,
     health,
     ingestion,
+    keys,
     rag_ingest,
     rerank,
     search,
@@ -54,6 +55,6 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
     errors.install(app)
     middleware.install(app, settings)
     for module in (health, collections, documents, search, ingestion, context, rag_ingest,
-                   rerank):
+                   rerank, keys):
         app.include_router(module.router)
     return app

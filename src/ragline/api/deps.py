@@ -1,4 +1,10 @@
-"""FastAPI dependencies: the facade and the calling principal."""
+"""FastAPI dependencies: the facade and the calling principal.
+
+The principal is resolved once per request from the API key (``Authorization:
+Bearer KEY`` or ``X-API-Key: KEY``) and the optional ``X-Ragline-Tenant`` header
+(admins only); see ``services/auth.py`` for the rules. ``Caller`` requires a key;
+``Reader`` also admits the configured public-search tenant without one.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,10 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from ragline.core.principal import Principal
+from ragline.errors import AuthenticationError
 from ragline.facade import Ragline
+
+TENANT_HEADER = "x-ragline-tenant"
 
 
 # async so FastAPI does not send these trivial lookups through its thread pool
@@ -16,11 +25,37 @@ async def get_ragline(request: Request) -> Ragline:
     return rl
 
 
-async def get_caller(request: Request) -> Principal:
-    """Who is calling. Until API keys land every caller is the data directory's owner."""
+def api_key(request: Request) -> str | None:
+    """The key a request carries; a credential in any other form is refused, not ignored
+    (a client that meant to authenticate must not silently become a public reader)."""
+    auth = request.headers.get("authorization")
+    if auth:
+        scheme, _, token = auth.partition(" ")
+        if scheme.lower() == "bearer" and token.strip():
+            return token.strip()
+        raise AuthenticationError("Unsupported Authorization header: send 'Bearer <key>'")
+    key = request.headers.get("x-api-key")
+    return key.strip() if key and key.strip() else None
+
+
+def _resolve(request: Request, public_ok: bool) -> Principal:
     rl: Ragline = request.app.state.ragline
-    return rl.owner()
+    caller = rl.authenticate(api_key(request), request.headers.get(TENANT_HEADER),
+                             public_ok=public_ok)
+    request.state.principal = caller
+    return caller
+
+
+async def get_caller(request: Request) -> Principal:
+    """An authenticated caller (401 without a valid key when auth is on)."""
+    return _resolve(request, public_ok=False)
+
+
+async def get_reader(request: Request) -> Principal:
+    """A caller of a read that the configuration may make public for one tenant."""
+    return _resolve(request, public_ok=True)
 
 
 RL = Annotated[Ragline, Depends(get_ragline)]
 Caller = Annotated[Principal, Depends(get_caller)]
+Reader = Annotated[Principal, Depends(get_reader)]

@@ -7,11 +7,22 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 
+class EmbedConfig(BaseModel):
+    provider: str = Field(description="An embedding provider ragline runs (e.g. 'local').")
+    model: str | None = Field(None, description="A model name of that provider (default: "
+                              "the provider's default). Never a path.")
+
+
 class CollectionCreate(BaseModel):
     name: str
     metadata: dict[str, Any] | None = None
-    embedding_provider: str | None = None
-    embedding_model: str | None = None
+    embedding_provider: str | None = Field(
+        None, description="Spec 000: stored as metadata only; documents must then carry "
+        "pre-computed embeddings.")
+    embedding_model: str | None = Field(None, description="Spec 000: stored as metadata only.")
+    embed: EmbedConfig | None = Field(
+        None, description="Opt in to server-side embedding: documents and text queries are "
+        "embedded by ragline with this provider and model.")
 
 
 class MetadataUpdate(BaseModel):

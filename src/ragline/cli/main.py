@@ -22,8 +22,10 @@ log = logging.getLogger("ragline")
 def _register_subcommands() -> None:
     from ragline.cli.eval_cmd import eval_app
     from ragline.cli.ingest_cmd import ingest
+    from ragline.cli.keys_cmd import keys_app
 
     app.add_typer(eval_app, name="eval")
+    app.add_typer(keys_app, name="keys")
     app.command("ingest")(ingest)
 
 
@@ -65,15 +67,18 @@ def serve(
         "--list-reranker-models", help="Print recommended cross-encoders and exit.")] = False,
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
     max_connections: Annotated[int | None, typer.Option(
-        metavar="N", help="Open connections served at once (default: setting http_max_connections).")] = None,
+        metavar="N",
+        help="Open connections served at once (default: setting http_max_connections).")] = None,
     header_timeout: Annotated[float | None, typer.Option(
         metavar="S", help="Seconds a client has to send its request headers.")] = None,
     body_timeout: Annotated[float | None, typer.Option(
         metavar="S", help="Longest pause in a request body, in seconds.")] = None,
     allowed_host: Annotated[list[str] | None, typer.Option(
-        "--allowed-host", metavar="HOST", help="Host name the API answers to (repeat; '*' = any).")] = None,
+        "--allowed-host", metavar="HOST",
+        help="Host name the API answers to (repeat; '*' = any).")] = None,
     cors_origin: Annotated[list[str] | None, typer.Option(
-        "--cors-origin", metavar="URL", help="Origin allowed by CORS (repeat; default: CORS off).")] = None,
+        "--cors-origin", metavar="URL",
+        help="Origin allowed by CORS (repeat; default: CORS off).")] = None,
 ) -> None:
     """Serve the HTTP API (embedded store, nothing else to start)."""
     if list_reranker_models:
@@ -97,11 +102,22 @@ def serve(
     from ragline.api.http_protocol import protocol_class
     from ragline.facade import Ragline
 
+    if settings.auth == "off":
+        if not _loopback(host) and not settings.auth_off_i_understand:
+            typer.echo(f"refusing to serve {host} with RAGLINE_AUTH=off: anyone who can reach "
+                       "the port could read and delete everything. Bind 127.0.0.1, turn auth "
+                       "on, or set RAGLINE_AUTH_OFF_I_UNDERSTAND=1.", err=True)
+            raise typer.Exit(1)
+        log.warning("RAGLINE_AUTH=off: every caller is an admin of the default tenant")
+    rl = Ragline(settings)
+    rl.address = f"http://{host}:{port}"
     try:
-        rl = Ragline(settings).start()  # recovery and model loading before the port opens
+        rl.start()  # lock, recovery and model loading before the port opens
+        first_key = rl.ensure_admin_key()
     except Exception as exc:
         log.critical("start-up failed: %s", exc)
         raise typer.Exit(1) from exc
+    _banner(rl, host, port, first_key)
     try:
         # deadlines and a connection cap: a peer that connects and sends nothing (or a
         # byte at a time) must not hold a descriptor forever (issue 10)
@@ -113,6 +129,37 @@ def serve(
                     limit_concurrency=settings.http_max_connections)
     finally:
         rl.close()
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _banner(rl: object, host: str, port: int, first_key: str | None) -> None:
+    """What a person starting the server needs to know, on stderr, once."""
+    from ragline.facade import Ragline
+
+    assert isinstance(rl, Ragline)
+    s = rl.settings
+    url = f"http://{host}:{port}"
+    lines = [f"ragline serving {url}  (docs: {url}/docs)",
+             f"  data directory: {s.data_dir}",
+             f"  auth: {'on (API keys required)' if s.auth == 'on' else 'OFF'}"]
+    if s.public_search_tenant:
+        lines.append(f"  public search: tenant '{s.public_search_tenant}'")
+    if first_key:
+        lines += ["", "  First start: an admin API key was created. It is shown only now and",
+                  f"  saved (readable by you only) in {s.data_dir / 'admin-key.txt'}:",
+                  "", f"    {first_key}", "",
+                  f"  Try: curl -H 'Authorization: Bearer {first_key}' {url}/collections"]
+    typer.echo("\n".join(lines), err=True)
 
 
 @app.command()

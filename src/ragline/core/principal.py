@@ -35,6 +35,7 @@ class Principal:
     name: str = ""
     all_tenants: bool = False
     public: bool = False
+    local: bool = False  # the CLI or a library caller on this machine, not a network client
 
     @property
     def is_admin(self) -> bool:
@@ -43,4 +44,4 @@ class Principal:
     @classmethod
     def owner(cls, tenant: str) -> Principal:
         """The data directory's owner (CLI, library): an admin acting on ``tenant``."""
-        return cls(tenant=tenant, role=Role.ADMIN, name="local", all_tenants=True)
+        return cls(tenant=tenant, role=Role.ADMIN, name="local", all_tenants=True, local=True)

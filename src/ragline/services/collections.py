@@ -60,21 +60,32 @@ class CollectionService:
     def create(
         self, name: str, metadata: dict[str, Any] | None = None,
         embedding_provider: str | None = None, embedding_model: str | None = None,
-        dimension: int | None = None,
+        embed: dict[str, Any] | None = None, dimension: int | None = None,
     ) -> CollectionInfo:
+        """Spec 000's ``embedding_provider``/``embedding_model`` are stored as metadata,
+        without validation, and change nothing else: such a collection takes pre-computed
+        embeddings. Server-side embedding is opted in with ``embed`` (``{"provider",
+        "model"}``), whose provider must be one ragline can run."""
         check_collection_name(name)
         self.disk.check("create a collection")
         if metadata is not None and not isinstance(metadata, dict):
             raise InvalidInput("Invalid metadata: must be an object")
         meta = dict(metadata or {})
-        # spec 000: top-level embedding fields are honoured as metadata too
         if embedding_provider is not None:
             meta["embedding_provider"] = embedding_provider
         if embedding_model is not None:
             meta["embedding_model"] = embedding_model
-        provider = embedding_provider or meta.get("embedding_provider")
-        model = embedding_model or meta.get("embedding_model")
-        if provider and self.embedders is not None and self.embedders.known(provider):
+        provider: str | None = None
+        model: str | None = None
+        if embed is not None:
+            if not isinstance(embed, dict) or not isinstance(embed.get("provider"), str):
+                raise InvalidInput("'embed' must be an object with a 'provider' name")
+            provider, model = embed["provider"], embed.get("model")
+            known = self.embedders.names() if self.embedders is not None else []
+            if provider not in known:
+                raise InvalidInput(f"Unknown embedding provider '{provider}' in 'embed' "
+                                   f"(available: {', '.join(known) or 'none'})")
+        if provider and self.embedders is not None:
             # a provider ragline can run fixes the dimension now, so pre-computed
             # vectors of another size are refused from the first request on
             emb = self.embedders.get(provider, model)

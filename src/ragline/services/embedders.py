@@ -31,6 +31,9 @@ class EmbedderPool:
         self._lock = threading.Lock()
         self._keys: dict[tuple[str, str | None], tuple[str, str | None]] = {}
 
+    def names(self) -> list[str]:
+        return registry.names("embedders")
+
     def known(self, provider: str | None) -> bool:
         return bool(provider) and provider in registry.names("embedders")
 

@@ -80,15 +80,15 @@ class IngestService:
         info = self.collections.find(name)
         if info is None:
             try:
-                info = self.collections.create(
-                    name, embedding_provider=self.settings.default_embedder,
-                    embedding_model=self.settings.default_embedding_model)
+                info = self.collections.create(name, embed={
+                    "provider": self.settings.default_embedder,
+                    "model": self.settings.default_embedding_model})
             except CollectionExists:
                 info = self.collections.get(name)
         if not self.embedders.known(info.embedding_provider):
             raise InvalidInput(
                 f"Collection '{name}' has no embedding provider ragline can run, so it cannot "
-                "ingest text; create it with 'embedding_provider' or use another collection")
+                "ingest text; create it with 'embed' or use another collection")
         with self.collections.lock(name):
             info = self.collections.get(name)
             if info.dimension is None:  # a hosted model tells its dimension on first use
@@ -115,13 +115,30 @@ class IngestService:
                         disk=self.disk)
 
     # -- directories -------------------------------------------------------------------
-    def check_root(self, path: str | Path) -> Path:
+    def check_root(self, path: str | Path, *, local: bool = True) -> Path:
+        """The directory to ingest, resolved.
+
+        ``local`` callers (the CLI, library code) may name any directory. Network callers
+        may name only absolute paths under ``ingest_allowed_roots`` (none configured: all
+        refused), and a path outside the roots gets the same answer whether it exists or
+        not, so the API cannot be used to probe the server's file system.
+        """
+        if not local:
+            allowed = self.settings.ingest_allowed_roots
+            if not allowed:
+                raise InvalidInput(
+                    "Directory ingestion over HTTP is off: no ingestion roots are configured "
+                    "(set RAGLINE_INGEST_ALLOWED_ROOTS to a JSON list of directories, e.g. "
+                    "'[\"/srv/docs\"]', or use 'ragline ingest' on the server)")
+            if not Path(path).is_absolute():
+                raise InvalidInput(f"Path {str(path)!r} must be absolute (relative paths are "
+                                   "refused)")
+            root = Path(path).resolve()
+            if not any(root.is_relative_to(Path(a).resolve()) for a in allowed):
+                raise InvalidInput(f"Path {str(path)!r} is not under an allowed ingestion root")
         root = Path(path).expanduser().resolve()
         if not root.is_dir():
             raise InvalidInput(f"Path {str(path)!r} does not exist or is not a directory")
-        allowed = self.settings.ingest_allowed_roots
-        if allowed and not any(root.is_relative_to(Path(a).resolve()) for a in allowed):
-            raise InvalidInput(f"Path {str(path)!r} is outside the allowed ingestion roots")
         return root
 
     def run_directory(self, collection: str, tenant: str, path: str | Path,

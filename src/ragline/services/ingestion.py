@@ -63,14 +63,15 @@ class IngestionService:
         self.search = search
 
     def submit(self, tenant: str, src: IngestSource, *, wait: bool = False,
-               progress: Progress | None = None) -> IngestOutcome:
+               progress: Progress | None = None, local: bool = False) -> IngestOutcome:
         collection = self.search.collection_name(src.collection)
         if src.kind == "directory":
             if src.path is None or not src.path.strip():
                 raise InvalidInput("'path' is required: the directory to ingest")
             spec = JobSpec("directory", collection, tenant, src.mode, src.path, src.paths,
                            trigger=src.trigger)
-            return IngestOutcome(job=self.jobs.submit(spec, inline=wait, progress=progress))
+            return IngestOutcome(job=self.jobs.submit(spec, inline=wait, progress=progress,
+                                                      local=local))
         if src.kind == "upload":
             data, filename = self._check_upload(src)
             if len(data) > self.settings.ingest_sync_max_bytes and not wait:

@@ -73,7 +73,7 @@ class JobService:
 
     # -- submitting -------------------------------------------------------------------
     def submit(self, spec: JobSpec, *, inline: bool = False,
-               progress: Progress | None = None) -> Job:
+               progress: Progress | None = None, local: bool = True) -> Job:
         """The one way a job is made: validate now (400 before 202), record it, then run it
         on a worker, or here when ``inline`` (the CLI, which shows a progress bar)."""
         if not inline:
@@ -84,7 +84,7 @@ class JobService:
         if spec.kind == "directory":
             if path is None:
                 raise InvalidInput("'path' is required: the directory to ingest")
-            path = str(self.ingest.check_root(path))
+            path = str(self.ingest.check_root(path, local=local))
             if spec.restrict is not None and spec.mode == "recreate":
                 raise InvalidInput("mode 'recreate' rebuilds everything; it takes no path list")
         elif spec.payload is None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ragline import __version__
+from ragline.core.types import CollectionInfo
 from ragline.providers.base import Health
 from ragline.providers.registry import registry
 from ragline.providers.stores.base import VectorStore
@@ -81,10 +82,13 @@ class OperationsService:
             body["cross_encoder"] = reranker.health_info()
         return body
 
-    def info(self, tenant: str) -> dict[str, Any]:
+    def info(self, tenant: str,
+             visible: Callable[[CollectionInfo], bool] = lambda _: True) -> dict[str, Any]:
         cols = []
         total = 0
         for c in self.collections.all():
+            if not visible(c):
+                continue
             try:
                 n = self.collections.count(c, tenant)
                 size = self.collections.size_bytes(c)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ragline.errors import InvalidInput
 from ragline.providers.registry import registry
 from ragline.providers.stores.base import VectorStore
 from ragline.settings import Settings
@@ -27,6 +28,19 @@ def build_store(settings: Settings) -> VectorStore:
         options.setdefault("path", settings.shards_dir())
     store: VectorStore = registry.build("stores", settings.store, options)
     return store
+
+
+def check_model_name(model: Any) -> None:
+    """A model asked for over the network must be a name, never a path on the server: which
+    directories models load from is the operator's choice (``RAGLINE_EMBEDDER_OPTIONS``)."""
+    if model is None:
+        return
+    if not isinstance(model, str) or not model.strip():
+        raise InvalidInput("'embed.model' must be a non-empty string")
+    if model.startswith((".", "~", "/", "\\")) or ".." in model or "\\" in model \
+            or model.count("/") > 1:
+        raise InvalidInput("'embed.model' must be a model name, not a path; model directories "
+                           "are configured by the operator (RAGLINE_EMBEDDER_OPTIONS)")
 
 
 def build_reranker(settings: Settings) -> Any | None:

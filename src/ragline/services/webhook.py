@@ -183,7 +183,8 @@ class WebhookService:
             return {"status": "ignored", "reason": "the push changed no file under "
                     f"'{s.github_docs_path or '.'}'", "git": pulled}
         outcome = self.submit(tenant, IngestSource(
-            "directory", self.collection(), path=str(root), paths=restrict, trigger="webhook"))
+            "directory", self.collection(), path=str(root), paths=restrict, trigger="webhook"),
+            local=True)  # the clone is the operator's configuration, not a client's path
         job = outcome.job
         return {"status": "queued", "job_id": job.id, "collection": job.collection,
                 "paths": restrict, "git": pulled}

@@ -17,7 +17,8 @@ router = APIRouter(tags=["collections"])
 @router.post("/collections", status_code=201)
 def create_collection(body: CollectionCreate, rl: RL, caller: Caller) -> dict[str, Any]:
     view = rl.create_collection(caller, body.name, body.metadata, body.embedding_provider,
-                                body.embedding_model)
+                                body.embedding_model,
+                                body.embed.model_dump() if body.embed else None)
     return {"status": "created", **asdict(view)}
 
 

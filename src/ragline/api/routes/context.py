@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Query
 
-from ragline.api.deps import RL, Caller
+from ragline.api.deps import RL, Reader
 
 router = APIRouter(tags=["context"])
 
@@ -14,7 +14,7 @@ COLLECTION_HELP = "Collection (default: the configured default collection)."
 
 
 @router.get("/context/{chunk_id}")
-def context(chunk_id: str, rl: RL, caller: Caller,
+def context(chunk_id: str, rl: RL, caller: Reader,
             collection: str | None = Query(None, description=COLLECTION_HELP),
             window: int | None = Query(None, ge=1, le=20,
                                        description="Chunks on each side, returned as lists."),
@@ -23,6 +23,6 @@ def context(chunk_id: str, rl: RL, caller: Caller,
 
 
 @router.get("/lesson/{parent_doc_id:path}")
-def lesson(parent_doc_id: str, rl: RL, caller: Caller,
+def lesson(parent_doc_id: str, rl: RL, caller: Reader,
            collection: str | None = Query(None, description=COLLECTION_HELP)) -> dict[str, Any]:
     return rl.lesson(caller, parent_doc_id, collection)

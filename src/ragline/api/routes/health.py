@@ -22,5 +22,5 @@ def info(rl: RL, caller: Caller) -> dict[str, Any]:
 
 
 @router.get("/api/providers")
-def providers(rl: RL) -> dict[str, Any]:
+def providers(rl: RL, caller: Caller) -> dict[str, Any]:
     return rl.providers()

@@ -53,8 +53,10 @@ def rerun(job_id: str, rl: RL, caller: Caller) -> dict[str, Any]:
 
 
 @router.post("/ingestion/webhook/github")
-async def github_webhook(request: Request, rl: RL, caller: Caller) -> JSONResponse:
+async def github_webhook(request: Request, rl: RL) -> JSONResponse:
+    """Authenticated by GitHub's HMAC signature (``RAGLINE_GITHUB_WEBHOOK_SECRET``), not by
+    an API key; it updates the configured clone's collection in the default tenant."""
     body = await request.body()
     headers = {k.lower(): v for k, v in request.headers.items()}
-    status, payload = await run_in_threadpool(rl.github_webhook, caller, headers, body)
+    status, payload = await run_in_threadpool(rl.github_webhook, headers, body)
     return JSONResponse(payload, status_code=status)

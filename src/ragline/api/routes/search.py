@@ -11,7 +11,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from ragline.api.deps import RL, Caller
+from ragline.api.deps import RL, Caller, Reader
 from ragline.api.schemas import BOOK_FILTERS, BookSearch, VectorSearch
 from ragline.facade import SearchRequest, SearchResponse
 
@@ -46,6 +46,6 @@ async def search(name: str, body: VectorSearch, rl: RL, caller: Caller) -> dict[
 
 
 @router.post("/search")
-async def default_search(body: BookSearch, rl: RL, caller: Caller) -> dict[str, Any]:
+async def default_search(body: BookSearch, rl: RL, caller: Reader) -> dict[str, Any]:
     res = await rl.search(caller, _request(body, body.collection))
     return {**render(res), "collection": res.collection}

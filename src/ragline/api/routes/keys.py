@@ -1,0 +1,37 @@
+"""API keys (admins): create (the key is shown once), list (never the secret), revoke."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any, Literal
+
+from fastapi import APIRouter
+from pydantic import BaseModel, Field
+
+from ragline.api.deps import RL, Caller
+
+router = APIRouter(prefix="/api/keys", tags=["keys"])
+
+
+class KeyCreate(BaseModel):
+    role: Literal["admin", "user"] = Field(description="admin: every tenant and the control "
+                                           "plane; user: its own tenant's records only.")
+    tenant: str = Field(description="The tenant the key acts in.")
+    name: str = Field("", max_length=200, description="A label for people.")
+
+
+@router.post("", status_code=201)
+def create_key(body: KeyCreate, rl: RL, caller: Caller) -> dict[str, Any]:
+    rec, key = rl.create_key(caller, body.role, body.tenant, body.name)
+    return {**asdict(rec), "key": key}
+
+
+@router.get("")
+def list_keys(rl: RL, caller: Caller) -> dict[str, Any]:
+    keys = [asdict(k) for k in rl.list_keys(caller)]
+    return {"keys": keys, "count": len(keys)}
+
+
+@router.delete("/{key_id}")
+def revoke_key(key_id: str, rl: RL, caller: Caller) -> dict[str, Any]:
+    return {"status": "revoked", **asdict(rl.revoke_key(caller, key_id))}
