@@ -65,7 +65,7 @@ def main() -> None:
     try:
         with httpx.Client(base_url=srv.url, timeout=600) as c:
             c.post("/collections", json={"name": "pre"}).raise_for_status()
-            c.post("/collections", json={"name": "emb", "embedding_provider": "local"})
+            c.post("/collections", json={"name": "emb", "embed": {"provider": "local"}})
             c.post("/collections/emb/documents",
                    json={"documents": [{"id": "w", "text": "warm up"}]}).raise_for_status()
             c.post("/collections/emb/search", json={"query": "warm"}).raise_for_status()

@@ -20,7 +20,7 @@ def test_misspelt_embedder_option_does_not_echo_the_api_key(tmp_path: Path) -> N
                  embedder_options={"openai": {"api_key": KEY, "base_urll": "http://x/v1",
                                               "model": "m"}})
     with TestClient(create_app(s), base_url="http://localhost") as c:
-        r = c.post("/collections", json={"name": "docs", "embedding_provider": "openai"})
+        r = c.post("/collections", json={"name": "docs", "embed": {"provider": "openai"}})
         if r.status_code == 201:  # created lazily: the first write loads the embedder
             r = c.post("/collections/docs/documents", json={"documents": [{"text": "hi"}]})
         assert r.status_code == 400
@@ -31,7 +31,7 @@ def test_wrong_type_for_a_secret_is_named_not_echoed(tmp_path: Path) -> None:
     s = Settings(data_dir=tmp_path / "d", _env_file=None,  # type: ignore[call-arg]
                  embedder_options={"openai": {"api_key": [KEY], "model": "m"}})
     with TestClient(create_app(s), base_url="http://localhost") as c:
-        r = c.post("/collections", json={"name": "docs", "embedding_provider": "openai"})
+        r = c.post("/collections", json={"name": "docs", "embed": {"provider": "openai"}})
         if r.status_code == 201:
             r = c.post("/collections/docs/documents", json={"documents": [{"text": "hi"}]})
         assert r.status_code == 400 and KEY not in r.text and "api_key" in r.text
