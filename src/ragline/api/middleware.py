@@ -52,16 +52,6 @@ CREDENTIAL_HEADERS = frozenset({b"authorization", b"x-api-key", b"x-hub-signatur
 """Headers a cross-origin page cannot add without a preflight (which CORS refuses)."""
 
 
-class BodyTooLarge(PayloadTooLarge):
-    """Raised from ``receive`` when a body grows past its limit while a route reads it
-    (the error handler turns it into 413 like any :class:`PayloadTooLarge`)."""
-
-    def __init__(self, limit: int, name: str) -> None:
-        super().__init__(f"Request body too large: more than {limit} bytes (setting {name})")
-        self.limit = limit
-        self.name = name
-
-
 @dataclass
 class GuardConfig:
     allowed_hosts: list[str] | None = None
@@ -194,8 +184,9 @@ class RequestGuard:
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > limit:
-                    raise BodyTooLarge(limit, name)
+                if seen > limit:  # the error handler answers 413
+                    raise PayloadTooLarge(
+                        f"Request body too large: more than {limit} bytes (setting {name})")
             return message
 
         return wrapped
