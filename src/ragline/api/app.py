@@ -14,7 +14,7 @@ import anyio.to_thread
 from fastapi import FastAPI
 
 from ragline import __version__
-from ragline.api import errors, middleware
+from ragline.api import errors, middleware, openapi
 from ragline.api.routes import (
     collections,
     context,
@@ -54,6 +54,7 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
                   description="Self-hosted RAG backend: collections, documents, search.")
     errors.install(app)
     middleware.install(app, settings)
+    openapi.install(app)
     for module in (health, collections, documents, search, ingestion, context, rag_ingest,
                    rerank, keys):
         app.include_router(module.router)

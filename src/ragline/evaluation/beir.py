@@ -60,7 +60,7 @@ def ingest(rl: Ragline, data: BeirData, collection: str, provider: str,
     try:
         existing = rl.get_collection(me, collection)
     except CollectionNotFound:
-        rl.create_collection(me, collection, {"source": "beir"}, embedding_provider=provider)
+        rl.create_collection(me, collection, {"source": "beir"}, embed={"provider": provider})
     else:
         if existing.count == len(data.corpus):
             return False
