@@ -58,7 +58,8 @@ def main() -> None:
     ap.add_argument("--body-mb", type=int, default=32)
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="ragline-mem-"))
-    srv = LiveServer(tmp / "data", env={"RAGLINE_MAX_REQUEST_BYTES": str(64 * 1024 * 1024)})
+    srv = LiveServer(tmp / "data", env={"RAGLINE_MAX_REQUEST_BYTES": str(64 * 1024 * 1024),
+                                        "RAGLINE_AUTH": "off"})  # loopback only
     srv.wait_ready(120)
     pid = srv.proc.pid
     out: dict[str, object] = {}

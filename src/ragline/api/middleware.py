@@ -19,6 +19,8 @@ request than it needs, so a hostile client costs little (issue 10):
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import ipaddress
 import json
 import logging
@@ -27,6 +29,8 @@ import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import anyio.to_thread
 
 from ragline.errors import PayloadTooLarge
 
@@ -229,6 +233,19 @@ class RequestGuard:
             return await receive()
 
         await self.app(scope, replay, send)
+        if len(body) >= TRIM_AFTER_BYTES:
+            del body
+            await anyio.to_thread.run_sync(release_freed_memory)
+
+
+TRIM_AFTER_BYTES = 4 * 1024 * 1024
+
+
+def release_freed_memory() -> None:
+    """Hand freed heap pages back to the OS after a large request (glibc keeps them
+    otherwise, so RSS stayed high after a large body; issue 10). No-op elsewhere."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 WEBHOOK_PATH = "/ingestion/webhook/github"
