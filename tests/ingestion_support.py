@@ -40,7 +40,7 @@ def few_payload_indexes() -> Iterator[None]:
     (filters scan payloads without them). The end-to-end test with the real
     model and the benchmark keep the store's normal policy.
     """
-    from ragline.providers.stores.qdrant_edge import fields
+    from ragline.providers.stores.qdrant_common import fields
 
     saved = fields.MAX_INDEXED_FIELDS
     fields.MAX_INDEXED_FIELDS = 4

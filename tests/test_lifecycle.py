@@ -57,3 +57,12 @@ def test_start_recovers_what_a_crash_left_and_close_releases(tmp_path: Path) -> 
     with pytest.raises(RuntimeError):
         again.get_collection(again.owner(), "c")
     again.close()  # twice is fine
+
+
+def test_provider_options_never_show_in_a_settings_repr(tmp_path: Path) -> None:
+    s = Settings(data_dir=tmp_path, _env_file=None,
+                 store_options={"dsn": "postgresql://u:hunter2@db/x"},
+                 embedder_options={"openai": {"api_key": "sk-live-1"}})
+    for text in (repr(s), str(s)):
+        assert "hunter2" not in text and "sk-live-1" not in text
+        assert "store_options" in text  # the keys are still named

@@ -223,6 +223,15 @@ class Settings(BaseSettings):
     def catalog_path(self) -> Path:
         return self.data_dir / "catalog.sqlite3"
 
+    def __repr_args__(self) -> Any:
+        """Provider option dicts may hold DSNs and API keys until the provider's own config
+        turns them into secrets: their values never show in a repr or a log line."""
+        for name, value in super().__repr_args__():
+            if name is not None and name.endswith("_options") and value:
+                yield name, {k: "**********" for k in value}
+            else:
+                yield name, value
+
     def apply_process_environment(self) -> None:
         """The one place ragline writes the process environment: Hugging Face
         libraries read their offline switches from it, and without them a hub lookup

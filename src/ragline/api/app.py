@@ -7,6 +7,7 @@ its thread pool, so store and model work never blocks the event loop.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -14,7 +15,7 @@ import anyio.to_thread
 from fastapi import FastAPI
 
 from ragline import __version__
-from ragline.api import errors, middleware, openapi
+from ragline.api import console, errors, middleware, openapi
 from ragline.api.routes import (
     collections,
     context,
@@ -58,4 +59,15 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
     for module in (health, collections, documents, search, ingestion, context, rag_ingest,
                    rerank, keys):
         app.include_router(module.router)
+    console.install(app)
+    _install_mcp(app)
     return app
+
+
+def _install_mcp(app: FastAPI) -> None:
+    """``/mcp`` when the ``mcp`` package is installed (extra ``ragline[mcp]``)."""
+    if importlib.util.find_spec("mcp") is None:
+        return
+    from ragline.api.mcp_server import http as mcp_http
+
+    mcp_http.install(app)

@@ -23,10 +23,12 @@ def _register_subcommands() -> None:
     from ragline.cli.eval_cmd import eval_app
     from ragline.cli.ingest_cmd import ingest
     from ragline.cli.keys_cmd import keys_app
+    from ragline.cli.mcp_cmd import mcp
 
     app.add_typer(eval_app, name="eval")
     app.add_typer(keys_app, name="keys")
     app.command("ingest")(ingest)
+    app.command("mcp")(mcp)
 
 
 def _cross_encoder_help() -> str:

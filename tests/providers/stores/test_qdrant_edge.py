@@ -85,3 +85,25 @@ def test_runtime_settings_apply_to_new_and_existing_shards(tmp_path: Path) -> No
     assert persisted()["max_search_threads"] == 3
     assert persisted()["payload_memory"] == "cold"
     s2.close()
+
+
+def test_disk_usage_ignores_files_that_vanish_while_counting(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A shard dropped in the background while /info counts it must not make /info fail."""
+    import os
+
+    from ragline.providers.stores.qdrant_edge import provider
+
+    (tmp_path / "seg").mkdir()
+    (tmp_path / "seg" / "kept").write_bytes(b"x" * 10_000)
+    (tmp_path / "seg" / "gone").write_bytes(b"x" * 10_000)
+    real_stat = os.stat
+
+    def stat(p: str, *a: object, **k: object) -> os.stat_result:
+        if str(p).endswith("gone"):
+            raise FileNotFoundError(p)
+        return real_stat(p)
+
+    monkeypatch.setattr(os, "stat", stat)
+    assert provider.disk_usage(tmp_path) == real_stat(tmp_path / "seg" / "kept").st_blocks * 512
+    assert provider.disk_usage(tmp_path / "missing") == 0

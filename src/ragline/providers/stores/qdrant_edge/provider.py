@@ -16,6 +16,7 @@ Design points, each from the engine bake-off (``research/engine-bakeoff.md``):
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import threading
 from collections.abc import Iterator
@@ -32,7 +33,8 @@ from ragline.core.ids import point_id
 from ragline.core.types import Page, Record, Scalar, ScoredRecord, StoreQuery
 from ragline.errors import ShardGone, StoreError
 from ragline.providers.base import Health, ProviderConfig
-from ragline.providers.stores.qdrant_edge.fields import FieldKinds
+from ragline.providers.stores.qdrant_common.fields import FieldKinds
+from ragline.providers.stores.qdrant_common.filters import bool_path, field_path, point_payload
 from ragline.providers.stores.qdrant_edge.locks import RWLock
 from ragline.providers.stores.qdrant_edge.queries import (
     TEXT,
@@ -40,12 +42,7 @@ from ragline.providers.stores.qdrant_edge.queries import (
     build_request,
     search_params,
 )
-from ragline.providers.stores.qdrant_edge.translate import (
-    bool_path,
-    bool_shadow,
-    field_path,
-    tenant_filter,
-)
+from ragline.providers.stores.qdrant_edge.translate import tenant_filter
 
 log = logging.getLogger(__name__)
 
@@ -222,10 +219,7 @@ class QdrantEdgeStore:
             assert r.embedding is not None
             vec = np.asarray(r.embedding, dtype=np.float32)
             norm = float(np.linalg.norm(vec))
-            payload = {
-                "doc_id": r.id, "text": r.text, "tenant": r.tenant,
-                "metadata": r.metadata, "norm": norm, "bools": bool_shadow(r.metadata),
-            }
+            payload = point_payload(r.id, r.text, r.tenant, r.metadata, norm)
             points.append(q.Point(point_id(r.tenant, r.id), {VECTOR: vec.tolist()}, payload))
         with self._use(sh), sh.write_lock:
             to_index, to_drop = sh.fields.observe([r.metadata for r in records])
@@ -408,30 +402,26 @@ class QdrantEdgeStore:
             probe = self.root / ".health"
             probe.write_text("ok")
             probe.unlink()
-            return Health.now("ok", {"engine": "qdrant-edge", "open_shards": len(self._shards)})
-        except OSError as exc:  # the text names the path: log it, answer its kind
-            log.warning("store health probe failed: %s", exc)
-            return Health.now("down", {"engine": "qdrant-edge"},
-                              error=f"data directory not writable ({exc.strerror or 'error'})")
+            return Health.now("ok", {"engine": "qdrant-edge", "open_shards": len(self._shards),
+                                     "path": str(self.root)})
+        except OSError as exc:
+            return Health.now("down", {"engine": "qdrant-edge"}, error=str(exc))
 
 
 def disk_usage(path: Path) -> int:
     """Bytes really allocated (Edge preallocates sparse 32 MiB files; st_size overstates).
 
-    Files removed while walking (a shard dropped by a concurrent empty) count as 0
-    instead of failing the caller.
+    Files and folders that vanish while they are counted (a shard dropped in the
+    background after an empty or delete) count as nothing: ``/info`` and
+    ``/health`` must not fail because of a concurrent drop.
     """
     total = 0
-    try:
-        for f in path.rglob("*"):
+    for root, _dirs, files in os.walk(path):  # os.walk skips folders that vanish
+        for name in files:
             try:
-                st = f.stat()
-            except OSError:
+                total += os.stat(os.path.join(root, name)).st_blocks * 512
+            except FileNotFoundError:
                 continue
-            if f.is_file():
-                total += st.st_blocks * 512
-    except OSError:
-        pass
     return total
 
 

@@ -1,10 +1,12 @@
 """Which metadata fields get a payload index, and of what type.
 
-Qdrant Edge filters without an index by scanning payloads, which is correct
-but slow at scale; an index of the wrong type is worse than none. So a field
-is indexed only while every value seen has one kind (keyword, integer, float or
+Qdrant filters without an index by scanning payloads, which is correct but
+slow at scale; an index of the wrong type is worse than none. So a field is
+indexed only while every value seen has one kind (keyword, integer, float or
 bool); the first conflicting value drops the index again. The kinds seen are
-persisted beside the shard so a restart keeps the decision.
+persisted so a restart keeps the decision: beside the shard for Qdrant Edge
+(``path``), in the collection's metadata for a Qdrant server (``path=None``,
+the provider saves :attr:`FieldKinds.kinds` itself).
 """
 
 from __future__ import annotations
@@ -37,10 +39,10 @@ def value_kind(value: Any) -> str | None:
 class FieldKinds:
     """Persistent map field -> kind ("keyword" | "integer" | "float" | "bool" | "mixed")."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path | None, kinds: dict[str, str] | None = None) -> None:
         self.path = path
-        self.kinds: dict[str, str] = {}
-        if path.exists():
+        self.kinds: dict[str, str] = dict(kinds or {})
+        if path is not None and path.exists():
             self.kinds = json.loads(path.read_text())
 
     def observe(
@@ -78,6 +80,8 @@ class FieldKinds:
         return kind if kind and not kind.startswith("mixed") else None
 
     def save(self) -> None:
+        if self.path is None:
+            return
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.kinds, sort_keys=True))
         tmp.replace(self.path)

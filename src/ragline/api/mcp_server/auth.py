@@ -1,0 +1,40 @@
+"""Who an MCP caller is, from the same headers as the HTTP API.
+
+``Authorization: Bearer KEY`` or ``X-API-Key: KEY``, plus ``X-Ragline-Tenant``
+for an admin acting in one tenant; the rules are the facade's
+(``Ragline.authenticate``), so ``/mcp`` and the HTTP API agree on every key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ragline.core.principal import Principal
+from ragline.errors import AuthenticationError
+from ragline.facade import Ragline
+
+TENANT_HEADER = "x-ragline-tenant"
+
+
+def key_from_headers(headers: Mapping[str, str]) -> str | None:
+    """The key of a request (header names lower-cased); another Authorization scheme is
+    refused rather than ignored, as on the HTTP API."""
+    auth = headers.get("authorization")
+    if auth:
+        scheme, _, token = auth.partition(" ")
+        if scheme.lower() == "bearer" and token.strip():
+            return token.strip()
+        raise AuthenticationError("Unsupported Authorization header: send 'Bearer <key>'")
+    return headers.get("x-api-key", "").strip() or None
+
+
+def resolve_principal(rl: Ragline, headers: Mapping[str, str]) -> Principal:
+    """The caller of an HTTP request; raises ``AuthenticationError``/``Forbidden``."""
+    return rl.authenticate(key_from_headers(headers), headers.get(TENANT_HEADER),
+                           public_ok=False)
+
+
+def stdio_principal(rl: Ragline, key: str | None) -> Principal:
+    """``ragline mcp``: the key's principal, or the data directory's owner without one
+    (the process opened the data directory itself)."""
+    return rl.authenticate(key, None, public_ok=False) if key else rl.owner()

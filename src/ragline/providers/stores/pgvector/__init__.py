@@ -1,0 +1,1 @@
+"""PostgreSQL + pgvector: a server-grade store shared by many ragline processes."""

@@ -1,0 +1,1 @@
+"""Qdrant server (or cluster) through qdrant-client."""
