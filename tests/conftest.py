@@ -84,7 +84,10 @@ def settings(tmp_path: Path, store_kind: str, request: pytest.FixtureRequest) ->
 
 @pytest.fixture
 def client(settings: Settings) -> Iterator[TestClient]:
-    with TestClient(create_app(settings)) as c:
+    # localhost: the Host guard refuses TestClient's default "testserver"; the key
+    # header: POSTs without a JSON body need one (issue 10, api/middleware.py)
+    with TestClient(create_app(settings), base_url="http://localhost",
+                    headers={"X-API-Key": "test"}) as c:
         yield c
 
 

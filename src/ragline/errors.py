@@ -21,11 +21,13 @@ way. Storage and services raise these; they never import FastAPI.
     │   ├── DataDirInUse              409  data_dir_in_use
     │   └── DataDirNotEmpty           409  data_dir_not_empty
     ├── PayloadTooLarge               413  payload_too_large
+    ├── TooManyRequests               429  too_many_requests
     ├── ServiceUnavailable            503  service_unavailable
     │   ├── StoreUnavailable          503  store_unavailable
     │   ├── ModelNotLoaded            503  model_not_loaded
     │   ├── IngestCancelled           503  ingestion_cancelled
     │   └── LLMNotConfigured          503  llm_not_configured
+    ├── InsufficientStorage           507  insufficient_storage
     ├── ProviderError                 502  provider_error
     ├── StoreError                    500  store_error
     ├── ModelLoadError                500  model_load_failed
@@ -125,6 +127,25 @@ class DataDirInUse(Conflict):
 class PayloadTooLarge(RaglineError):
     status = 413
     code = "payload_too_large"
+
+
+class TooManyRequests(RaglineError):
+    """A bounded queue or pool is full; ``retry_after`` seconds go to ``Retry-After``."""
+
+    status = 429
+    code = "too_many_requests"
+
+    def __init__(self, message: str, *, retry_after: int = 5) -> None:
+        super().__init__(message, details={"retry_after": retry_after})
+        self.retry_after = retry_after
+
+
+class InsufficientStorage(RaglineError):
+    """Free disk space is below the reserve: refused before the store is touched, so a
+    full disk never kills the process (issue 10)."""
+
+    status = 507
+    code = "insufficient_storage"
 
 
 class ServiceUnavailable(RaglineError):

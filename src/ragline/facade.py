@@ -19,12 +19,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
+from ragline.catalog.deliveries import Deliveries
 from ragline.catalog.ingest_state import COUNTERS, IngestState, Job, JobTable
 from ragline.catalog.keys import KeyRecord, KeyTable
 from ragline.catalog.lock import DataDirLock, holder_address
@@ -52,6 +54,7 @@ from ragline.services.backup import restore as _restore
 from ragline.services.backup import unpack_archive as _unpack_archive
 from ragline.services.collections import MSG_NOT_EXIST, CollectionService
 from ragline.services.context import ContextService
+from ragline.services.diskspace import DiskGuard
 from ragline.services.documents import DocumentInput, DocumentService
 from ragline.services.embedders import EmbedderPool
 from ragline.services.indexing import IndexingService
@@ -63,6 +66,7 @@ from ragline.services.operations import OperationsService
 from ragline.services.retrieval import BatchSettings, RetrievalService
 from ragline.services.searching import SearchRequest, SearchResponse, SearchService
 from ragline.services.slots import build_reranker, build_store, check_model_name
+from ragline.services.validation import InputLimits
 from ragline.services.webhook import WebhookService
 from ragline.settings import Settings
 
@@ -199,15 +203,20 @@ class Ragline(AnswersMixin):
         s = self.settings
         embedders = EmbedderPool(s)
         collections = CollectionService(catalog, store, embedders)
-        documents = DocumentService(collections, store, s.max_documents_per_request, embedders)
+        documents = DocumentService(collections, store, s.max_documents_per_request, embedders,
+                                    limits=InputLimits.from_settings(s))
         reranker = build_reranker(s)
         retrieval = RetrievalService(
             collections, store, embedders, s.rrf_k, s.hybrid_candidates,
             reranker=self._reranker, fusion=s.hybrid_fusion,
             batch=BatchSettings(s.search_max_batch, s.search_max_wait_ms, s.search_workers))
+        retrieval.limits = InputLimits.from_settings(s)
         search = SearchService(s, collections, retrieval)
         state = IngestState(catalog)
         ingest = IngestService(s, collections, store, embedders, state)
+        # one free-space guard for every write path: 507 before a full disk (issue 10)
+        disk = DiskGuard(s.data_dir, s.disk_reserve_bytes)
+        collections.disk = documents.disk = ingest.disk = disk
         jobs = JobService(JobTable(catalog), ingest, s.job_workers, s.data_dir / "uploads")
         ingestion = IngestionService(s, ingest, jobs, search)
         return Services(
@@ -215,11 +224,11 @@ class Ragline(AnswersMixin):
             documents=documents, retrieval=retrieval, search=search, ingest_state=state,
             ingest=ingest, jobs=jobs, ingestion=ingestion,
             context=ContextService(collections, store, state, search),
-            webhook=WebhookService(s, ingestion.submit),
+            webhook=WebhookService(s, ingestion.submit, Deliveries(catalog)),
             auth=AuthService(s, KeyTable(catalog)),
             backups=BackupService(catalog, store),
             operations=OperationsService(s.data_dir, store, collections, embedders, retrieval,
-                                         self._reranker),
+                                         self._reranker, disk),
             reranker=reranker,
             indexing=IndexingService(store, s.indexing_min_points, s.indexing_growth,
                                      s.indexing_interval_s),
@@ -247,6 +256,7 @@ class Ragline(AnswersMixin):
         try:
             sv.indexing.stop()  # an unfinished build is abandoned; its copy is removed
             sv.jobs.close()
+            sv.ingest.fetcher.close()
             sv.retrieval.close()
             sv.store.close()
             sv.catalog.close()
@@ -477,6 +487,19 @@ class Ragline(AnswersMixin):
             raise CollectionNotFound(name)
         return self.services.ingestion.submit(caller.tenant, source, wait=wait,
                                               progress=progress, local=caller.local)
+
+    async def ingest_async(self, caller: Principal, source: IngestSource) -> IngestOutcome:
+        """:meth:`ingest` for async callers: a URL is fetched on the fetch pool first
+        (no worker thread waits on a slow remote server), the rest runs in a thread."""
+        import anyio.to_thread
+
+        source = await self.services.ingestion.prefetch(source)
+        return await anyio.to_thread.run_sync(self.ingest, caller, source)
+
+    def upload_slot(self) -> AbstractContextManager[None]:
+        """One of ``max_concurrent_uploads`` slots, held while an upload is read and
+        processed; none free: 429 at once (issue 10)."""
+        return self.services.ingest.upload_slot()
 
     def job(self, caller: Principal, job_id: str) -> Job:
         return self.services.ingestion.job(self._job_scope(caller), job_id)

@@ -20,6 +20,7 @@ from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
     TomlConfigSettingsSource,
 )
 
@@ -80,6 +81,27 @@ class Settings(BaseSettings):
         "points (every build copies the whole shard).")
     indexing_interval_s: float = Field(
         5.0, gt=0, description="How often shards are checked for a due build.")
+
+    # --- hardening (issue 10): limits checked before work is done ----------------
+    max_request_bytes: int = Field(
+        64 * 1024 * 1024, ge=1024, description="Largest request body (uploads and the webhook "
+        "have their own limits); checked on Content-Length and while reading.")
+    webhook_max_bytes: int = Field(
+        25 * 1024 * 1024, ge=1024, description="Largest GitHub webhook body (GitHub caps "
+        "payloads at 25 MB), checked before the signature.")
+    max_document_chars: int = Field(
+        1_000_000, ge=1, description="Longest document text accepted by the documents API.")
+    max_query_chars: int = Field(
+        20_000, ge=1, description="Longest search query text.")
+    max_metadata_bytes: int = Field(
+        65_536, ge=64, description="Largest metadata object of one document (as JSON).")
+    disk_reserve_bytes: int = Field(
+        256 * 1024 * 1024, ge=0, description="Free space every write must leave on the data "
+        "directory's filesystem (opening shards and the largest write need it); below it "
+        "writes answer 507 and reads go on. 0 disables the check.")
+    max_embedding_dimension: int = Field(
+        4096, ge=1, description="Largest pre-computed embedding accepted (a larger one would "
+        "lock a collection to that size).")
 
     # --- embeddings --------------------------------------------------------
     default_embedder: str = "local"
@@ -149,6 +171,9 @@ class Settings(BaseSettings):
     github_webhook_secret: SecretStr | None = None
     github_repo_path: Path | None = None
     github_branch: str = "main"
+    webhook_dedup_window_s: float = Field(
+        3 * 24 * 3600, ge=0, description="A webhook delivery id (X-GitHub-Delivery) seen "
+        "within this window is a replay: answered 200 with duplicate=true, nothing done.")
     github_docs_path: str = Field(
         "", description="Sub-directory of the clone to ingest (e.g. 'docs'); '' = the whole clone."
     )
@@ -188,6 +213,41 @@ class Settings(BaseSettings):
         2 * 1024 * 1024, description="Uploads/texts above this are ingested as a job (202)."
     )
     job_workers: int = Field(1, ge=1, le=16, description="In-process ingestion worker threads.")
+
+    url_fetch_workers: int = Field(
+        2, ge=1, le=32, description="Threads fetching URLs (a pool of their own, so slow "
+        "remote servers never hold the API's threads).")
+    url_fetch_queue: int = Field(
+        8, ge=0, description="URL fetches that may wait for a fetch thread; beyond: 429.")
+    url_fetch_total_timeout_s: float = Field(
+        30.0, gt=0, description="Total deadline of one URL fetch, redirects included.")
+    url_fetch_read_timeout_s: float = Field(10.0, gt=0, description="Longest network wait.")
+    url_fetch_max_bytes: int = Field(
+        5 * 1024 * 1024, ge=1024, description="Largest fetched body.")
+    job_queue_max: int = Field(
+        100, ge=1, description="Queued ingestion jobs; beyond it new jobs get 429.")
+    max_concurrent_uploads: int = Field(
+        4, ge=1, description="Uploads read and processed at once; beyond: 429.")
+
+    # --- server hardening (issue 10) ----------------------------------------
+    allowed_hosts: list[str] | None = Field(
+        None, description="Host names the API answers to ('*' = any; '*.example.com' "
+        "wildcards). Default: the bound host, localhost and IP literals, which blocks "
+        "DNS-rebinding pages.")
+    cors_origins: list[str] = Field(
+        default_factory=list, description="Origins allowed by CORS; empty (default): CORS "
+        "off, browsers on other origins cannot read answers.")
+    require_credential_header: bool = Field(
+        True, description="POSTs with a form or text body (CORS 'simple requests') must "
+        "carry Authorization or X-API-Key, so no web page can change state.")
+    http_timeout_keep_alive_s: int = Field(
+        5, ge=1, description="Idle keep-alive connections are closed after this.")
+    http_header_timeout_s: float = Field(
+        10.0, gt=0, description="A client must finish sending its request headers within this.")
+    http_body_timeout_s: float = Field(
+        30.0, gt=0, description="Longest pause between two pieces of a request body.")
+    http_max_connections: int = Field(
+        1000, ge=1, description="Open connections served at once; beyond it new ones get 503.")
 
     # --- access ------------------------------------------------------------
     auth: Literal["on", "off"] = Field(
@@ -348,7 +408,9 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
     try:
         settings = Settings(**flags)
     except ValidationError as exc:
-        raise ConfigError("; ".join(_describe(e, path) for e in exc.errors())) from exc
+        raise ConfigError("; ".join(_describe(e, path) for e in exc.errors())) from None
+    except SettingsError as exc:  # names the field and the source, never the value
+        raise ConfigError(str(exc)) from None
     finally:
         _config_file.reset(token)
     object.__setattr__(settings, "_ragline_config_file", path)

@@ -20,6 +20,7 @@ from ragline.providers.registry import registry
 from ragline.settings import Settings
 from ragline.testing.fake_embedder import FakeEmbedder
 from ragline.testing.scripted_llm import ScriptedChatModel
+from tests.api.helpers import local_client
 from tests.ingestion_support import fake_settings
 
 DOCS = [
@@ -62,7 +63,7 @@ def rl(settings: Settings, llm: ScriptedChatModel) -> Iterator[Ragline]:
 
 @pytest.fixture
 def client(rl: Ragline) -> Iterator[TestClient]:
-    with TestClient(create_app(ragline=rl)) as c:
+    with local_client(create_app(ragline=rl)) as c:
         yield c
 
 
@@ -147,7 +148,7 @@ def test_chat_tool_path_over_http(client: TestClient, llm: ScriptedChatModel) ->
 
 
 def test_no_llm_configured_is_503_naming_the_settings(settings: Settings) -> None:
-    with TestClient(create_app(settings)) as c:
+    with local_client(create_app(settings)) as c:
         for path, payload in (("/api/chat", {"message": "hi"}),
                               ("/api/checklists", {"title": "High CPU"})):
             r = c.post(path, json=payload)
@@ -213,7 +214,7 @@ def test_with_auth_on_a_user_key_chats_over_its_own_tenant_only(tmp_path: Path) 
     rl = Ragline(fake_settings(tmp_path, auth="on", default_collection="kb"), llm=llm).start()
     me = rl.owner()
     keys = {who: rl.create_key(me, "user", who)[1] for who in ("alice", "bob")}
-    with TestClient(create_app(ragline=rl)) as c:
+    with TestClient(create_app(ragline=rl), base_url="http://localhost") as c:
         def post(who: str, url: str, body: Any) -> Any:
             return c.post(url, json=body, headers={"Authorization": f"Bearer {keys[who]}"})
 

@@ -22,3 +22,10 @@ def doc(i: int, dim: int = 4, **meta: Any) -> dict[str, Any]:
     emb[i % dim] = 1.0
     emb[(i + 1) % dim] = 0.1 * (i % 7 + 1)
     return {"id": f"d{i}", "text": f"text {i}", "metadata": meta, "embedding": emb}
+
+
+def local_client(app: Any, **kwargs: Any) -> TestClient:
+    """A TestClient that passes the request guard (issue 10): a Host the server answers to
+    (TestClient's default "testserver" is refused) and the key header POSTs need."""
+    return TestClient(app, base_url="http://localhost", headers={"X-API-Key": "test"},
+                      **kwargs)

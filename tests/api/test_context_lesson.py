@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 
 from ragline.api.app import create_app
 from ragline.facade import Ragline
+from tests.api.helpers import local_client
 from tests.ingestion_support import (
     SENSING,
     by_parent,
@@ -32,7 +33,7 @@ def book(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def client(tmp_path: Path, book: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(fake_settings(tmp_path))) as c:
+    with local_client(create_app(fake_settings(tmp_path))) as c:
         rl_of(c).services.ingest.run_directory("book", "default", book)
         yield c
 

@@ -14,6 +14,7 @@ from ragline.catalog.ingest_state import JobTable
 from ragline.catalog.sqlite import Catalog
 from ragline.facade import Ragline
 from ragline.settings import Settings
+from tests.api.helpers import local_client
 from tests.ingestion_support import (
     SENSING,
     copy_book,
@@ -38,7 +39,7 @@ def settings(tmp_path: Path) -> Settings:
 
 @pytest.fixture
 def client(settings: Settings) -> Iterator[TestClient]:
-    with TestClient(create_app(settings)) as c:
+    with local_client(create_app(settings)) as c:
         yield c
 
 
@@ -119,7 +120,7 @@ def test_jobs_interrupted_by_a_restart_are_failed_and_can_be_rerun(tmp_path: Pat
                          collection="book", tenant="default", path=str(book))
     table.start(stuck.id)
     catalog.close()
-    with TestClient(create_app(settings)) as client:
+    with local_client(create_app(settings)) as client:
         job = client.get(f"/ingestion/status/{stuck.id}").json()
         assert job["status"] == "failed" and job["error"] == "interrupted by restart"
         r = client.post(f"/ingestion/jobs/{stuck.id}/rerun")

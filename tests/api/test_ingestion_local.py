@@ -11,6 +11,7 @@ from ragline.api.app import create_app
 from ragline.facade import Ragline
 from ragline.services.embedders import EmbedderPool
 from ragline.settings import Settings
+from tests.api.helpers import local_client
 from tests.ingestion_support import SENSING, copy_book, sid
 
 
@@ -24,7 +25,7 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     except Exception as exc:  # model not built on this machine
         pytest.skip(f"local embedder unavailable: {exc}")
     book = copy_book(tmp)
-    with TestClient(create_app(settings)) as c:
+    with local_client(create_app(settings)) as c:
         r = c.post("/ingestion/trigger", json={"path": str(book)})
         assert r.status_code == 202
         rl: Ragline = c.app.state.ragline  # type: ignore[attr-defined]

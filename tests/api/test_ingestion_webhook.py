@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 
 from ragline.api.app import create_app
 from ragline.facade import Ragline
+from tests.api.helpers import local_client
 from tests.ingestion_support import (
     BOOK,
     CODE,
@@ -92,7 +93,7 @@ def repos(tmp_path: Path) -> Repos:
 def client(tmp_path: Path, repos: Repos) -> Iterator[TestClient]:
     settings = fake_settings(tmp_path, github_webhook_secret=SECRET,
                              github_repo_path=repos.clone, github_docs_path="docs")
-    with TestClient(create_app(settings)) as c:
+    with local_client(create_app(settings)) as c:
         yield c
 
 
@@ -119,7 +120,7 @@ def test_signatures_ping_and_ignored_pushes(client: TestClient) -> None:
 
 
 def test_webhook_without_a_secret_is_503(tmp_path: Path) -> None:
-    with TestClient(create_app(fake_settings(tmp_path))) as c:
+    with local_client(create_app(fake_settings(tmp_path))) as c:
         r = post(c, push_payload(["docs/x.md"]))
         assert r.status_code == 503 and "RAGLINE_GITHUB_WEBHOOK_SECRET" in r.json()["message"]
 

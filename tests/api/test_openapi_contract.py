@@ -34,7 +34,8 @@ _tmp = Path(__import__("tempfile").mkdtemp(prefix="ragline-schema-"))
 # every optional feature configured, so a 503 would be a real failure
 _settings = fake_settings(_tmp, auth="on", default_collection="kb",
                           cross_encoder_path=tiny_cross_encoder_dir(),
-                          github_webhook_secret="s3cret", github_repo_path=_tmp / "clone")
+                          github_webhook_secret="s3cret", github_repo_path=_tmp / "clone",
+                          allowed_hosts=["testserver"])  # schemathesis' host (Host guard)
 _rl = Ragline(_settings).start()
 _me = _rl.owner()
 _rl.create_collection(_me, "kb", embed={"provider": "fake"})

@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 
 from ragline.api.app import create_app
 from ragline.facade import Ragline
+from tests.api.helpers import local_client
 from tests.ingestion_support import (
     BOOK,
     SENSING,
@@ -52,7 +53,7 @@ def page_url() -> Iterator[str]:
 def make_client(tmp_path: Path, **overrides: Any) -> TestClient:
     settings = fake_settings(tmp_path, default_collection="knowledge", max_upload_bytes=4096,
                              ingest_sync_max_bytes=2048, **overrides)
-    return TestClient(create_app(settings))
+    return local_client(create_app(settings))
 
 
 @pytest.fixture

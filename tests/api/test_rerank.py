@@ -25,6 +25,7 @@ from ragline.providers.rerankers.cross_encoder import CrossEncoderReranker, Mode
 from ragline.settings import Settings
 from ragline.testing.cross_encoder import tiny_cross_encoder_dir
 from ragline.testing.server import serve_in_thread
+from tests.api.helpers import local_client
 
 NOT_LOADED = "Cross-encoder not loaded. Start server with --cross-encoder flag."
 TEXTS = [
@@ -62,7 +63,7 @@ def make_app(cross_encoder: Any) -> FastAPI:
 
 @pytest.fixture
 def client(reranker: CrossEncoderReranker) -> Iterator[TestClient]:
-    with TestClient(make_app(reranker)) as c:
+    with local_client(make_app(reranker)) as c:
         yield c
 
 
@@ -124,7 +125,7 @@ def test_ids_keep_their_type_and_extra_fields_are_ignored(client: TestClient) ->
 
 
 def test_without_model_answers_503_with_the_spec_message() -> None:
-    with TestClient(make_app(None)) as c:
+    with local_client(make_app(None)) as c:
         resp = c.post("/rerank", json={"query": "q", "documents": DOCS})
     assert resp.status_code == 503
     assert resp.json() == {"detail": NOT_LOADED, "error": "model_not_loaded", "message": NOT_LOADED}
@@ -152,14 +153,14 @@ def test_document_without_text_and_bad_top_k_are_400(client: TestClient) -> None
 def test_too_many_documents_is_400(tmp_path: Path) -> None:
     source = ModelSource(str(tiny_cross_encoder_dir()), "--cross-encoder-path")
     small = CrossEncoderReranker.from_source(source, max_documents=3)
-    with TestClient(make_app(small)) as c:
+    with local_client(make_app(small)) as c:
         resp = c.post("/rerank", json={"query": "q", "documents": DOCS})
     assert resp.status_code == 400
     assert resp.json()["detail"] == "Too many documents to rerank: 10 (maximum 3)"
 
 
 def test_scoring_exception_is_500_with_details_and_logged(caplog: pytest.LogCaptureFixture) -> None:
-    with TestClient(make_app(Exploding()), raise_server_exceptions=False) as c:
+    with local_client(make_app(Exploding()), raise_server_exceptions=False) as c:
         resp = c.post("/rerank", json={"query": "q", "documents": DOCS})
     assert resp.status_code == 500
     body = resp.json()
@@ -171,7 +172,7 @@ def test_scoring_exception_is_500_with_details_and_logged(caplog: pytest.LogCapt
 
 def test_real_model_failure_is_500_with_details(reranker: CrossEncoderReranker) -> None:
     broken = CrossEncoderReranker(reranker.config, model=SimpleNamespace(predict=None))
-    with TestClient(make_app(broken)) as c:
+    with local_client(make_app(broken)) as c:
         resp = c.post("/rerank", json={"query": "q", "documents": DOCS[:2]})
     assert resp.status_code == 500
     assert resp.json()["detail"].startswith("Reranking failed: TypeError:")
@@ -199,7 +200,7 @@ def test_wired_into_the_real_app(tmp_path: Path, reranker: CrossEncoderReranker)
     """With the real app factory: /health advertises the model and /rerank uses it."""
     rl = Ragline(Settings(_env_file=None, data_dir=tmp_path))
     app = create_app(ragline=rl)
-    with TestClient(app) as c:
+    with local_client(app) as c:
         assert "cross_encoder" not in c.get("/health").json()
         resp = c.post("/rerank", json={"query": "q", "documents": DOCS[:3]})
         assert resp.status_code == 503 and resp.json()["detail"] == NOT_LOADED
@@ -225,7 +226,7 @@ def test_reranker_configured_in_settings_is_loaded_by_library_and_app(tmp_path: 
         assert rl.health()["cross_encoder"] == {"model": str(model), "status": "loaded"}
     generic = Settings(_env_file=None, data_dir=tmp_path / "b", reranker="cross-encoder",
                        reranker_options={"model": str(model), "local_files_only": True})
-    with TestClient(create_app(generic)) as c:
+    with local_client(create_app(generic)) as c:
         assert c.get("/health").json()["cross_encoder"]["model"] == str(model)
         items = c.post("/rerank", json={"query": "q", "documents": DOCS[:2]}).json()
         assert {i["id"] for i in items["reranked"]} == {"doc0", "doc1"}

@@ -14,6 +14,7 @@ from ragline.providers.rerankers.cross_encoder import CrossEncoderReranker, Mode
 from ragline.settings import Settings
 from ragline.testing.cross_encoder import tiny_cross_encoder_dir
 from ragline.testing.fake_embedder import FakeEmbedder
+from tests.api.helpers import local_client
 
 RUNBOOKS = [
     ("cpu", "High CPU usage on compute instance: check top processes", ["cpu", "linux"],
@@ -28,7 +29,7 @@ RUNBOOKS = [
 @pytest.fixture
 def client(settings: Settings) -> Iterator[TestClient]:
     registry.register("embedders", "fake", FakeEmbedder)
-    with TestClient(create_app(settings)) as c:
+    with local_client(create_app(settings)) as c:
         c.post("/collections", json={"name": "rb", "embed": {"provider": "fake"}})
         c.post("/collections/rb/documents", json={"documents": [
             {"id": i, "text": t, "metadata": {"tags": tags, "applicable_shapes": shapes}}

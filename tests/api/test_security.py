@@ -53,7 +53,7 @@ def world(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> Iterator[World]:
     settings = fake_settings(tmp_path, auth="on", default_collection="kb",
                              ingest_sync_max_bytes=300, public_search_tenant="robolearn")
     caplog.set_level(logging.DEBUG)
-    with TestClient(create_app(settings)) as c:
+    with TestClient(create_app(settings), base_url="http://localhost") as c:
         rl: Ragline = c.app.state.ragline  # type: ignore[attr-defined]
         me = rl.owner()
         keys = {"admin": rl.create_key(me, "admin", "default", "ops")[1],
@@ -219,11 +219,12 @@ def test_directory_ingestion_only_under_configured_roots(tmp_path: Path) -> None
     (inside / "a.md").write_text("# A\n\nhello\n")
     outside = tmp_path / "elsewhere"
     outside.mkdir()
-    with TestClient(create_app(fake_settings(tmp_path, ingest_allowed_roots=None))) as c:
+    app = create_app(fake_settings(tmp_path, ingest_allowed_roots=None))
+    with TestClient(app, base_url="http://localhost") as c:
         r = c.post("/ingestion/trigger", json={"path": str(inside)})
         assert r.status_code == 400 and "RAGLINE_INGEST_ALLOWED_ROOTS" in r.json()["detail"]
     settings = fake_settings(tmp_path / "s2", ingest_allowed_roots=[tmp_path / "root"])
-    with TestClient(create_app(settings)) as c:
+    with TestClient(create_app(settings), base_url="http://localhost") as c:
         assert c.post("/ingestion/trigger", json={"path": "docs"}).json()["detail"].endswith(
             "must be absolute (relative paths are refused)")
         exists = c.post("/ingestion/trigger", json={"path": str(outside)}).json()["detail"]
@@ -301,6 +302,7 @@ def test_keys_cli_provisions_before_the_first_start(tmp_path: Path) -> None:
                               made["id"], "--data-dir", str(data)],
                              capture_output=True, text=True, timeout=60)
     assert revoked.returncode == 0
-    with TestClient(create_app(fake_settings(tmp_path, data_dir=data, auth="on"))) as c:
+    app = create_app(fake_settings(tmp_path, data_dir=data, auth="on"))
+    with TestClient(app, base_url="http://localhost") as c:
         r = c.get("/collections", headers={"Authorization": f"Bearer {made['key']}"})
         assert r.status_code == 401

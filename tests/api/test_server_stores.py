@@ -14,7 +14,7 @@ from ragline.api.app import create_app
 from ragline.errors import InvalidInput
 from ragline.facade import Ragline
 from ragline.settings import Settings
-from tests.api.helpers import add, doc, make_collection
+from tests.api.helpers import add, doc, local_client, make_collection
 
 
 @pytest.fixture(scope="module")
@@ -47,13 +47,13 @@ def _exercise(client: TestClient) -> None:
 def test_api_on_pgvector(tmp_path: Path, postgres_dsn: str) -> None:
     s = _settings(tmp_path, "pgvector", {"dsn": postgres_dsn,
                                          "db_schema": f"api_{uuid.uuid4().hex[:8]}"})
-    with TestClient(create_app(s)) as client:
+    with local_client(create_app(s)) as client:
         _exercise(client)
 
 
 def test_api_on_qdrant_local_mode(tmp_path: Path) -> None:
     s = _settings(tmp_path, "qdrant", {"location": ":memory:"})
-    with TestClient(create_app(s)) as client:
+    with local_client(create_app(s)) as client:
         _exercise(client)
 
 

@@ -12,6 +12,7 @@ from ragline.api.app import create_app
 from ragline.providers.registry import registry
 from ragline.settings import Settings
 from ragline.testing.fake_embedder import FakeEmbedder
+from tests.api.helpers import local_client
 
 HT = "hardware_tier"
 DOCS = [
@@ -28,7 +29,7 @@ DOCS = [
 def client(settings: Settings) -> Iterator[TestClient]:
     registry.register("embedders", "fake", FakeEmbedder)
     settings.default_collection = "book"
-    with TestClient(create_app(settings)) as c:
+    with local_client(create_app(settings)) as c:
         r = c.post("/collections", json={"name": "book", "embed": {"provider": "fake"}})
         assert r.status_code == 201, r.text
         assert r.json()["dimension"] == 16
@@ -176,14 +177,14 @@ def test_default_collection_search_with_book_filters(client: TestClient) -> None
 def test_default_collection_rule(settings: Settings) -> None:
     """One rule: the collection given, else the configured default; a default that does not
     exist yet says it is the default; no default configured is a 400 saying how to set one."""
-    with TestClient(create_app(settings)) as c:
+    with local_client(create_app(settings)) as c:
         for r in (c.post("/search", json={"query": "x"}), c.get("/context/abc"),
                   c.get("/lesson/some/lesson")):
             assert r.status_code == 404
             assert "'knowledge'" in r.json()["detail"]
             assert "default collection (RAGLINE_DEFAULT_COLLECTION)" in r.json()["detail"]
     settings.default_collection = None
-    with TestClient(create_app(settings)) as c:
+    with local_client(create_app(settings)) as c:
         for r in (c.post("/search", json={"query": "x"}), c.get("/context/abc"),
                   c.post("/api/rag/ingest/text", json={"text": "hello"})):
             assert r.status_code == 400, r.text

@@ -70,7 +70,8 @@ def client(tmp_path: Path, proxy: RecordingProxy) -> Iterator[TestClient]:
     rl.add_documents(rl.owner(), "kb", [DocumentInput(FACT, {"title": "France",
                                                              "source_path": "geo/france.md"},
                                                       None, "fr")])
-    with TestClient(create_app(ragline=rl)) as c:
+    with TestClient(create_app(ragline=rl), base_url="http://localhost",
+                    headers={"X-API-Key": "test"}) as c:
         yield c
     rl.close()
 

@@ -15,8 +15,8 @@ import anyio.to_thread
 from fastapi import FastAPI
 
 from ragline import __version__
-from ragline.api import console, docs_ui, errors, openapi
-from ragline.api.middleware import RequestContextMiddleware
+from ragline.api import console, docs_ui, errors, middleware, openapi
+from ragline.api.request_context import RequestContextMiddleware
 from ragline.api.routes import (
     admin,
     chat,
@@ -60,6 +60,7 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
                   description="Self-hosted RAG backend: collections, documents, search.",
                   docs_url=None, redoc_url=None)  # served offline by docs_ui
     errors.install(app)
+    middleware.install(app, settings)
     openapi.install(app)
     docs_ui.install(app)
     app.include_router(meta.router)

@@ -17,7 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ragline.errors import RaglineError
+from ragline.errors import RaglineError, StoreError, TooManyRequests
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +52,22 @@ def _describe(err: dict[str, Any]) -> str:
 def install(app: FastAPI) -> None:
     @app.exception_handler(RaglineError)
     async def _ragline(_: Request, exc: RaglineError) -> JSONResponse:
-        if exc.status >= 500:
+        if exc.status == 500:
+            # every 500 carries an id that is also in the log; a store failure's own text
+            # can name files, so it goes to the log only (issue 10)
+            error_id = uuid.uuid4().hex[:16]
+            log.error("%s %s: %s", exc.code, error_id, exc.message)
+            message = exc.message
+            if isinstance(exc, StoreError):
+                message = f"Internal storage error (id {error_id}); the server log has the details"
+            return JSONResponse(error_body(500, exc.code, message, error_id=error_id),
+                                status_code=500)
+        if exc.status > 500:
             log.error("%s: %s", exc.code, exc.message)
-        return JSONResponse(error_body(exc.status, exc.code, exc.message), status_code=exc.status)
+        headers = ({"Retry-After": str(exc.retry_after)}
+                   if isinstance(exc, TooManyRequests) else None)
+        return JSONResponse(error_body(exc.status, exc.code, exc.message), status_code=exc.status,
+                            headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:

@@ -1,84 +1,272 @@
-"""Request ids, the access log and HTTP metrics: one pure ASGI middleware.
+"""Request guards that run before any route: Host names, simple requests, body size, NaN.
 
-Pure ASGI rather than ``BaseHTTPMiddleware``: no extra task per request, and the
-context variable set here is the one route handlers (and the thread pool they
-run in) see, so every log line of a request carries its id.
+Each guard answers on its own (a short JSON error) without reading more of the
+request than it needs, so a hostile client costs little (issue 10):
 
-The id is the caller's ``X-Request-ID`` when it is a sane token (so a proxy's
-id follows the request through), else a fresh one; it is echoed in the
-response's ``X-Request-ID``. Metrics and the access log use the route
-*template* (``/collections/{name}``), never the raw path.
+* **Host** — only the configured names (default: the bound address, ``localhost``
+  and IP literals) are served, so a DNS-rebinding page, whose requests carry
+  the attacker's host name, gets 421 instead of driving the API.
+* **Simple requests** — a ``POST`` a browser may send cross-origin without a
+  preflight (form or ``text/plain`` body, no custom header) is refused with 403
+  unless it carries an API-key header (``Authorization`` or ``X-API-Key``) or a
+  signed-webhook header; no web page can then plant content or change state.
+* **Body size** — ``Content-Length`` is checked before reading, and the bytes
+  are counted while reading (chunked bodies), against a per-path limit;
+  413 names the limit.
+* **NaN / Infinity** — Python's JSON parser accepts these literals, JSON does
+  not; a JSON body containing one is answered 400 naming the field.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import ipaddress
+import json
 import logging
+import math
 import re
-import time
-from typing import Any
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+import anyio.to_thread
 
-from ragline.observability import metrics
-from ragline.observability.context import new_request_id, request_id_var
+from ragline.errors import PayloadTooLarge
 
-access_log = logging.getLogger("ragline.access")
-HEADER = b"x-request-id"
-_SANE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from ragline.settings import Settings
+
+log = logging.getLogger(__name__)
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+SIMPLE_CONTENT_TYPES = frozenset(
+    {"application/x-www-form-urlencoded", "multipart/form-data", "text/plain", ""}
+)
+"""Content types a browser sends cross-origin without a CORS preflight."""
+
+CREDENTIAL_HEADERS = frozenset({b"authorization", b"x-api-key", b"x-hub-signature-256"})
+"""Headers a cross-origin page cannot add without a preflight (which CORS refuses)."""
 
 
-def route_template(scope: Scope) -> str:
-    """The matched route's path template; ``<unmatched>`` for 404s (bounded labels)."""
-    route = scope.get("route")
-    path = getattr(route, "path", None)
-    if isinstance(path, str):
-        return path
-    return "<unmatched>"
+@dataclass
+class GuardConfig:
+    allowed_hosts: list[str] | None = None
+    """Host names served; ``None``: IP literals, ``localhost`` and ``bound_host``."""
+    bound_host: str = "127.0.0.1"
+    require_credential_header: bool = True
+    max_request_bytes: int = 64 * 1024 * 1024
+    path_limits: dict[str, tuple[int, str]] = field(default_factory=dict)
+    """Exact path -> (limit, setting name), for bodies with their own limit."""
 
 
-class RequestContextMiddleware:
-    def __init__(self, app: ASGIApp, access_log_enabled: bool = True) -> None:
+def _json_error(status: int, code: str, message: str) -> bytes:
+    return json.dumps({"detail": message, "error": code, "message": message}).encode()
+
+
+async def _respond(send: Send, status: int, code: str, message: str,
+                   headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    body = _json_error(status, code, message)
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close"), *(headers or [])]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def host_allowed(host_header: str, cfg: GuardConfig) -> bool:
+    """Is the Host header (``name[:port]``) one this server answers to?"""
+    host = host_header.strip().lower()
+    if host.startswith("["):  # [v6]:port
+        host = host[1:host.find("]")] if "]" in host else host
+    elif host.count(":") == 1:
+        host = host.rsplit(":", 1)[0]
+    host = host.rstrip(".")
+    if cfg.allowed_hosts is not None:
+        return "*" in cfg.allowed_hosts or any(
+            host == h.lower() or (h.startswith("*.") and host.endswith(h[1:].lower()))
+            for h in cfg.allowed_hosts)
+    if host in ("localhost", cfg.bound_host.lower()) or host.endswith(".localhost"):
+        return True
+    try:  # an IP literal cannot be rebound by DNS
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return False
+
+
+class _Constant:
+    """Stands in for a NaN/Infinity literal while the body is searched for it."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+_BIG_EXPONENT = re.compile(rb"\d[eE]\+?\d{3}")
+
+
+def _parse_float(text: str) -> float | _Constant:
+    value = float(text)
+    return _Constant(f"{text} (beyond the float range)") if math.isinf(value) else value
+
+
+def find_constant(body: bytes) -> tuple[str, str] | None:
+    """(field path, literal) of the first NaN/Infinity literal in a JSON body, if any.
+
+    ``1e400`` is no literal but Python parses it to infinity, so it counts too.
+    """
+    if b"NaN" not in body and b"Infinity" not in body and not _BIG_EXPONENT.search(body):
+        return None  # the common case costs two substring searches and one regex scan
+    try:
+        doc = json.loads(body, parse_constant=_Constant, parse_float=_parse_float)
+    except (ValueError, RecursionError):
+        return None  # invalid JSON: the route's parser reports it
+    stack: list[tuple[str, Any]] = [("", doc)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, _Constant):
+            return path or "body", value.text
+        if isinstance(value, dict):
+            stack.extend((f"{path}.{k}" if path else str(k), v) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((f"{path}.{i}" if path else str(i), v) for i, v in enumerate(value))
+    return None
+
+
+class RequestGuard:
+    """Pure ASGI middleware applying the guards above (see the module docstring)."""
+
+    def __init__(self, app: ASGIApp, config: GuardConfig) -> None:
         self.app = app
-        self.access_log_enabled = access_log_enabled
+        self.cfg = config
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        given = dict(scope.get("headers") or ()).get(HEADER, b"").decode("latin-1")
-        rid = given if _SANE_ID.match(given) else new_request_id()
-        token = request_id_var.set(rid)
-        scope.setdefault("state", {})["request_id"] = rid
-        status = [500]
-        t0 = time.perf_counter()
+        headers = dict(scope.get("headers") or [])
+        if not host_allowed(headers.get(b"host", b"").decode("latin-1"), self.cfg):
+            await _respond(send, 421, "host_not_allowed",
+                           "Host name not allowed (setting allowed_hosts)")
+            return
+        method = scope.get("method", "GET")
+        ctype = headers.get(b"content-type", b"").decode("latin-1").split(";")[0].strip().lower()
+        if (method == "POST" and self.cfg.require_credential_header
+                and ctype in SIMPLE_CONTENT_TYPES
+                and not any(h in headers for h in CREDENTIAL_HEADERS)):
+            await _respond(send, 403, "credential_header_required",
+                           "State-changing requests with a form or text body must carry an "
+                           "Authorization or X-API-Key header (setting "
+                           "require_credential_header)")
+            return
+        limit, name = self.cfg.path_limits.get(
+            scope.get("path", ""), (self.cfg.max_request_bytes, "max_request_bytes"))
+        declared = headers.get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > limit:
+            await _respond(send, 413, "payload_too_large",
+                           f"Request body too large: {int(declared)} bytes (limit {limit} "
+                           f"bytes, setting {name})")
+            return
+        if ctype == "application/json" and method in ("POST", "PUT", "PATCH", "DELETE"):
+            await self._json(scope, receive, send, limit, name)
+            return
+        await self.app(scope, self._counting(receive, limit, name), send)
 
-        async def send_with_id(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                status[0] = message["status"]
-                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != HEADER]
-                headers.append((HEADER, rid.encode("latin-1")))
-                message["headers"] = headers
-            await send(message)
+    @staticmethod
+    def _counting(receive: Receive, limit: int, name: str) -> Receive:
+        seen = 0
 
-        metrics.HTTP_IN_PROGRESS.inc()
-        try:
-            await self.app(scope, receive, send_with_id)
-        finally:
-            metrics.HTTP_IN_PROGRESS.dec()
-            elapsed = time.perf_counter() - t0
-            self._record(scope, status[0], elapsed)
-            request_id_var.reset(token)
+        async def wrapped() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:  # the error handler answers 413
+                    raise PayloadTooLarge(
+                        f"Request body too large: more than {limit} bytes (setting {name})")
+            return message
 
-    def _record(self, scope: Scope, status: int, elapsed: float) -> None:
-        method = scope.get("method", "-")
-        route = route_template(scope)
-        metrics.HTTP_REQUESTS.labels(method, route, str(status)).inc()
-        metrics.HTTP_LATENCY.labels(method, route).observe(elapsed)
-        if self.access_log_enabled:
-            client: Any = scope.get("client")
-            access_log.info(
-                "%s %s %d %.1fms", method, scope.get("path", ""), status, elapsed * 1000,
-                extra={"method": method, "path": scope.get("path", ""), "route": route,
-                       "status": status, "duration_ms": round(elapsed * 1000, 2),
-                       "client": client[0] if client else None},
-            )
+        return wrapped
+
+    async def _json(self, scope: Scope, receive: Receive, send: Send, limit: int,
+                    name: str) -> None:
+        """Buffer a JSON body (within its limit), refuse NaN/Infinity, then replay it."""
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            part = message.get("body", b"")
+            size += len(part)
+            if size > limit:
+                await _respond(send, 413, "payload_too_large",
+                               f"Request body too large: more than {limit} bytes "
+                               f"(setting {name})")
+                return
+            chunks.append(part)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        del chunks
+        found = find_constant(body)
+        if found is not None:
+            path, literal = found
+            await _respond(send, 400, "invalid_request",
+                           f"Invalid request: '{path}' is {literal}, which is not a finite "
+                           "number; send finite numbers only")
+            return
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+        if len(body) >= TRIM_AFTER_BYTES:
+            del body
+            await anyio.to_thread.run_sync(release_freed_memory)
+
+
+TRIM_AFTER_BYTES = 4 * 1024 * 1024
+
+
+def release_freed_memory() -> None:
+    """Hand freed heap pages back to the OS after a large request (glibc keeps them
+    otherwise, so RSS stayed high after a large body; issue 10). No-op elsewhere."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+WEBHOOK_PATH = "/ingestion/webhook/github"
+UPLOAD_PATH = "/api/rag/ingest/upload"
+MULTIPART_SLACK = 64 * 1024
+
+
+def install(app: FastAPI, settings: Settings) -> None:
+    """Add CORS (only when origins are configured) and the request guard to ``app``."""
+    if settings.cors_origins:
+        from starlette.middleware.cors import CORSMiddleware
+
+        app.add_middleware(
+            CORSMiddleware, allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+            allow_headers=["authorization", "x-api-key", "content-type"])
+    app.add_middleware(RequestGuard, config=GuardConfig(
+        allowed_hosts=settings.allowed_hosts, bound_host=settings.host,
+        require_credential_header=settings.require_credential_header,
+        max_request_bytes=settings.max_request_bytes,
+        path_limits={
+            WEBHOOK_PATH: (settings.webhook_max_bytes, "webhook_max_bytes"),
+            UPLOAD_PATH: (settings.max_upload_bytes + MULTIPART_SLACK, "max_upload_bytes"),
+        }))

@@ -85,6 +85,19 @@ def serve(
         help="debug, info, warning or error (default info).")] = None,
     log_format: Annotated[str | None, typer.Option(
         help="text or json (one JSON object per line, with request ids).")] = None,
+    max_connections: Annotated[int | None, typer.Option(
+        metavar="N",
+        help="Open connections served at once (default: setting http_max_connections).")] = None,
+    header_timeout: Annotated[float | None, typer.Option(
+        metavar="S", help="Seconds a client has to send its request headers.")] = None,
+    body_timeout: Annotated[float | None, typer.Option(
+        metavar="S", help="Longest pause in a request body, in seconds.")] = None,
+    allowed_host: Annotated[list[str] | None, typer.Option(
+        "--allowed-host", metavar="HOST",
+        help="Host name the API answers to (repeat; '*' = any).")] = None,
+    cors_origin: Annotated[list[str] | None, typer.Option(
+        "--cors-origin", metavar="URL",
+        help="Origin allowed by CORS (repeat; default: CORS off).")] = None,
 ) -> None:
     """Serve the HTTP API (embedded store, nothing else to start)."""
     if list_reranker_models:
@@ -94,7 +107,12 @@ def serve(
         raise typer.Exit(0)
     settings = build_settings(data_dir, host=host, port=port, log_level=log_level,
                               log_format=log_format, cross_encoder_model=cross_encoder,
-                              cross_encoder_path=cross_encoder_path)
+                              cross_encoder_path=cross_encoder_path,
+                              http_max_connections=max_connections,
+                              http_header_timeout_s=header_timeout,
+                              http_body_timeout_s=body_timeout,
+                              allowed_hosts=allowed_host or None,
+                              cors_origins=cors_origin or None)
     from ragline.observability.logs import configure_logging
 
     configure_logging(settings.log_level, settings.log_format)
@@ -102,6 +120,7 @@ def serve(
     import uvicorn
 
     from ragline.api.app import create_app
+    from ragline.api.http_protocol import protocol_class
     from ragline.facade import Ragline
 
     if settings.auth == "off":
@@ -123,9 +142,16 @@ def serve(
     _banner(rl, host, port, first_key, api)
     try:
         # log_config=None: uvicorn logs through ours (request ids, JSON); its access
-        # log is replaced by ragline.access (route templates, request ids).
+        # log is replaced by ragline.access (route templates, request ids). Deadlines and
+        # a connection cap: a peer that connects and sends nothing (or a byte at a time)
+        # must not hold a descriptor forever.
         uvicorn.run(api, host=host, port=port, log_level=settings.log_level,
-                    log_config=None, access_log=False)
+                    log_config=None, access_log=False,
+                    http=protocol_class(settings.http_header_timeout_s,
+                                        settings.http_body_timeout_s,
+                                        settings.http_max_connections),
+                    timeout_keep_alive=settings.http_timeout_keep_alive_s,
+                    limit_concurrency=settings.http_max_connections)
     finally:
         rl.close()
 

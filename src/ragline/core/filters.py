@@ -62,6 +62,29 @@ class Not:
 
 Node = Union[Eq, In, Range, And, Or, Not]
 
+KEY_FORBIDDEN_CHARS = ('"', "\\")
+"""Characters a metadata key cannot hold: Qdrant's JSON paths can quote any other
+key (``metadata."og:title"``, ``metadata."a.b"``) but not these (measured)."""
+
+
+def key_problem(key: object) -> str | None:
+    """Why ``key`` cannot be a metadata field name, or None when it can (issue 10).
+
+    The grammar is shared by writes, filters, ``metadata-values`` and ingestion,
+    so a key is either stored *and* filterable, or refused before anything is
+    written: any non-empty string not starting with ``$`` (operators) and
+    without a double quote or backslash.
+    """
+    if not isinstance(key, str) or not key:
+        return "must be a non-empty string"
+    if key.startswith("$"):
+        return "must not start with '$'"
+    for ch in KEY_FORBIDDEN_CHARS:
+        if ch in key:
+            return f"must not contain {ch!r}"
+    return None
+
+
 _FIELD_OPS = {"$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$contains", "$not"}
 
 
@@ -113,8 +136,9 @@ class _Parser:
         return parts[0] if len(parts) == 1 else And(tuple(parts))
 
     def field(self, name: str, spec: Any, depth: int) -> Node:
-        if not name or name.strip() != name:
-            raise FilterError(f"Invalid 'where' filter: bad field name {name!r}")
+        problem = key_problem(name)
+        if problem is not None:
+            raise FilterError(f"Invalid 'where' filter: field name {name!r} {problem}")
         if depth > self.limits.max_depth:
             raise FilterError(
                 f"Invalid 'where' filter: nested deeper than {self.limits.max_depth} levels"
@@ -183,8 +207,20 @@ class _Parser:
         return In(name, tuple(value))
 
 
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
 def _is_number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    """Finite floats and integers that fit the 64-bit integers stores index.
+
+    ``math.isfinite`` of a 400-digit integer raises OverflowError, so integers
+    are range-checked first (issue 10).
+    """
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, int):
+        return INT64_MIN <= v <= INT64_MAX
+    return isinstance(v, float) and math.isfinite(v)
 
 
 def _is_scalar(v: Any) -> bool:
@@ -196,6 +232,10 @@ def _kind(v: Any) -> str:
         return "null"
     if isinstance(v, bool):
         return "a boolean"
+    if isinstance(v, float) and not math.isfinite(v):
+        return "NaN or an infinite number"
+    if isinstance(v, int) and not INT64_MIN <= v <= INT64_MAX:
+        return "an integer outside the 64-bit range"
     if isinstance(v, int | float):
         return "a number"
     if isinstance(v, str):

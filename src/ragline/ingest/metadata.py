@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ragline.core.filters import INT64_MAX, INT64_MIN, key_problem
 from ragline.ingest.types import Metadata, MetadataValue, Scalar
 
 log = logging.getLogger(__name__)
@@ -143,6 +144,13 @@ def _coerce_like(value: MetadataValue, like: MetadataValue) -> MetadataValue | N
     return value
 
 
+def _int64_ok(value: Any) -> bool:
+    if isinstance(value, list):
+        return all(_int64_ok(v) for v in value)
+    return not isinstance(value, int) or isinstance(value, bool) or (
+        INT64_MIN <= value <= INT64_MAX)
+
+
 def merge_metadata(*layers: Mapping[str, MetadataValue], name: str = "") -> Metadata:
     """Combine metadata layers, later ones winning, with types kept stable.
 
@@ -155,6 +163,16 @@ def merge_metadata(*layers: Mapping[str, MetadataValue], name: str = "") -> Meta
     merged: dict[str, MetadataValue] = {}
     for layer in layers:
         for key, value in layer.items():
+            problem = key_problem(key)
+            if problem is not None:  # never a failed job for an odd frontmatter key
+                log.warning("%s: metadata key %r skipped: it %s", name or "<source>", key,
+                            problem)
+                continue
+            if not _int64_ok(value):
+                log.warning("%s: metadata field %r holds an integer beyond 64 bits; kept "
+                            "as text", name or "<source>", key)
+                value = ([str(v) if isinstance(v, int) and not _int64_ok(v) else v
+                          for v in value] if isinstance(value, list) else str(value))
             if key not in merged:
                 merged[key] = value
                 continue

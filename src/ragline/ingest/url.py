@@ -15,6 +15,7 @@ Safety rules, all enforced here so no caller can forget one:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from pathlib import PurePosixPath
 
@@ -103,7 +104,13 @@ def _send(client: httpx.Client, url: httpx.URL, addresses: list[str]) -> httpx.R
     raise InvalidInput(f"could not connect to {url.host} ({error})")
 
 
-def _read_capped(response: httpx.Response, max_bytes: int) -> bytes:
+def _check_deadline(deadline: float | None, url: object) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise InvalidInput(f"fetching {url} took longer than the total deadline; giving up")
+
+
+def _read_capped(response: httpx.Response, max_bytes: int,
+                 deadline: float | None = None) -> bytes:
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > max_bytes:
         raise PayloadTooLarge(f"response is {declared} bytes; the limit is {max_bytes} bytes")
@@ -111,6 +118,7 @@ def _read_capped(response: httpx.Response, max_bytes: int) -> bytes:
     try:
         for piece in response.iter_bytes():
             body += piece
+            _check_deadline(deadline, response.url)  # a byte every few seconds adds up
             if len(body) > max_bytes:
                 raise PayloadTooLarge(f"response exceeds the limit of {max_bytes} bytes")
     except httpx.HTTPError as exc:
@@ -121,9 +129,19 @@ def _read_capped(response: httpx.Response, max_bytes: int) -> bytes:
 def _fetch(
     url: httpx.URL, *, allow_private: bool, timeout: float, max_bytes: int,
     max_redirects: int, resolver: Resolver | None, transport: httpx.BaseTransport | None,
+    total_timeout: float | None = None,
 ) -> tuple[httpx.URL, httpx.Headers, bytes]:  # fmt: skip
-    """Follow redirects by hand, checking each hop; return the final URL, headers and body."""
+    """Follow redirects by hand, checking each hop; return the final URL, headers and body.
+
+    ``timeout`` bounds each network wait; ``total_timeout`` the whole fetch,
+    redirects included (a server dripping a byte every few seconds never trips
+    a per-read timeout, issue 10).
+    """
+    deadline = None if total_timeout is None else time.monotonic() + total_timeout
     for _ in range(max_redirects + 1):
+        _check_deadline(deadline, url)
+        if deadline is not None:
+            timeout = max(0.1, min(timeout, deadline - time.monotonic()))
         port = url.port or (443 if url.scheme == "https" else 80)
         addresses = resolve_checked(
             url.host, port, allow_private=allow_private, resolver=resolver
@@ -142,7 +160,7 @@ def _fetch(
                         f"fetching {url} failed with HTTP {response.status_code}",
                         details={"status": response.status_code},
                     )
-                return url, response.headers, _read_capped(response, max_bytes)
+                return url, response.headers, _read_capped(response, max_bytes, deadline)
             finally:
                 response.close()
     raise InvalidInput(f"too many redirects (more than {max_redirects}) fetching the URL")
@@ -159,6 +177,7 @@ def fetch_url(
     defaults: Mapping[str, object] | None = None,
     resolver: Resolver | None = None,
     transport: httpx.BaseTransport | None = None,
+    total_timeout: float | None = None,
 ) -> SourceDocument:
     """Fetch ``url`` and parse it into a ``url`` :class:`SourceDocument`.
 
@@ -175,6 +194,7 @@ def fetch_url(
     final, headers, body = _fetch(
         requested, allow_private=allow_private, timeout=timeout, max_bytes=max_bytes,
         max_redirects=max_redirects, resolver=resolver, transport=transport,
+        total_timeout=total_timeout,
     )  # fmt: skip
     if not body.strip():
         raise InvalidInput(f"{final} returned an empty body")

@@ -35,7 +35,8 @@ _MAPPING_FIELDS = ("glob_fields", "numeric_fields", "query_values")
 class BoostConfig(BaseModel):
     """How to boost; stored under a collection's metadata key ``boost`` or sent per request."""
 
-    model_config = ConfigDict(extra="forbid")
+    # NaN or infinite weights would turn every score into null (issue 10)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     tag_field: str = "tags"
     tag_weight: float = 0.1

@@ -16,6 +16,7 @@ from ragline.catalog.sqlite import Catalog
 from ragline.core.types import CollectionInfo
 from ragline.errors import InvalidInput
 from ragline.providers.stores.base import VectorStore
+from ragline.services.diskspace import DiskGuard
 from ragline.services.validation import check_collection_name
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ def new_shard_key() -> str:
 
 
 class CollectionService:
+    disk: DiskGuard = DiskGuard.unlimited()  # the facade sets the configured guard
     def __init__(self, catalog: Catalog, store: VectorStore,
                  embedders: EmbedderPool | None = None) -> None:
         self.catalog = catalog
@@ -65,6 +67,7 @@ class CollectionService:
         embeddings. Server-side embedding is opted in with ``embed`` (``{"provider",
         "model"}``), whose provider must be one ragline can run."""
         check_collection_name(name)
+        self.disk.check("create a collection")
         if metadata is not None and not isinstance(metadata, dict):
             raise InvalidInput("Invalid metadata: must be an object")
         meta = dict(metadata or {})
@@ -130,6 +133,7 @@ class CollectionService:
             info = self.catalog.get_collection(name)
             if info.dimension is None or not self.store.has_shard(info.shard):
                 return 0
+            self.disk.check("empty the collection (it starts a new shard)")
             count = self.store.count(info.shard, tenant, None)
             new = new_shard_key()
             self.store.create_shard(new, info.dimension)

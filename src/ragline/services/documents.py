@@ -12,17 +12,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ragline.core.filters import Node
+from ragline.core.filters import Node, key_problem
 from ragline.core.ids import new_doc_id
 from ragline.core.types import CollectionInfo, Page, Record, Scalar
 from ragline.errors import InvalidInput, PayloadTooLarge, ShardGone
 from ragline.providers.stores.base import VectorStore
 from ragline.services.collections import MSG_NOT_EXIST, CollectionService
+from ragline.services.diskspace import DiskGuard
 from ragline.services.validation import (
     MSG_NO_EMBEDDINGS,
     MSG_REQUIRED,
+    InputLimits,
     check_dimension,
     check_metadata,
+    check_metadata_size,
+    check_text_size,
     check_vector,
     check_vectors,
 )
@@ -40,10 +44,13 @@ class DocumentInput:
 
 
 class DocumentService:
+    disk: DiskGuard = DiskGuard.unlimited()  # the facade sets the configured guard
     def __init__(
         self, collections: CollectionService, store: VectorStore, max_per_request: int,
-        embedders: EmbedderPool | None = None,
+        embedders: EmbedderPool | None = None, limits: InputLimits | None = None,
     ) -> None:
+        self.limits = limits or InputLimits()
+        self.max_dimension = self.limits.max_dimension
         self.collections = collections
         self.store = store
         self.max_per_request = max_per_request
@@ -79,18 +86,20 @@ class DocumentService:
                 raise InvalidInput(f"Duplicate document id '{doc_id}' in request (index {i})")
             seen.add(doc_id)
             ids.append(doc_id)
-            check_metadata(d.metadata, f"document at index {i}")
+            check_text_size(d.text, self.limits, f"document at index {i}")
+            meta = check_metadata(d.metadata, f"document at index {i}")
+            check_metadata_size(meta, self.limits, f"document at index {i}")
         vectors: list[np.ndarray | None] = [None] * len(docs)
         dim0: int | None = None
         given = [i for i, d in enumerate(docs) if d.embedding is not None]
-        fast = check_vectors([docs[i].embedding for i in given])
+        fast = check_vectors([docs[i].embedding for i in given], self.max_dimension)
         if fast is not None:  # all valid, one length: no per-number loop
             for row, i in enumerate(given):
                 vectors[i] = fast[row]
             given = []
         for i in given:
             d = docs[i]
-            vec = check_vector(d.embedding, f"document at index {i}")
+            vec = check_vector(d.embedding, f"document at index {i}", self.max_dimension)
             if dim0 is None:
                 dim0 = len(vec)
             elif len(vec) != dim0:
@@ -114,6 +123,8 @@ class DocumentService:
             Record(ids[i], d.text, dict(d.metadata or {}), vectors[i], tenant)
             for i, d in enumerate(docs)
         ]
+        # 507 before the store is touched: a full disk kills Edge with SIGBUS (issue 10)
+        self.disk.check("write documents", need=_estimate(records))
         with self.collections.lock(name):
             info = self.collections.get(name)
             check_dimension(dim, info.dimension, "the documents", name)
@@ -176,7 +187,19 @@ class DocumentService:
 
     def distinct(self, name: str, tenant: str, field: str) -> list[Scalar]:
         info = self.collections.get(name, message=MSG_NOT_EXIST.format(name))
+        problem = key_problem(field)
+        if problem is not None:
+            raise InvalidInput(f"Invalid 'field': {field!r} {problem}")
         return self.store.distinct(info.shard, tenant, field)
+
+
+def _estimate(records: list[Record]) -> int:
+    """Rough bytes a write adds on disk (vectors, text, payload; x2 for the WAL)."""
+    size = 0
+    for r in records:
+        dim = 0 if r.embedding is None else len(r.embedding)
+        size += 4 * dim + len(r.text) + 256
+    return 2 * size
 
 
 def _matches(record: Record, where: Node) -> bool:

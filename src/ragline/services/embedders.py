@@ -11,7 +11,9 @@ import threading
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
+from ragline.core.config_errors import describe_validation_error
 from ragline.errors import InvalidInput, RaglineError
 from ragline.providers.embedders.batcher import MicroBatcher
 from ragline.providers.embedders.cache import CachedEmbedder
@@ -69,7 +71,13 @@ class EmbedderPool:
                 inner = cls(config)
             except RaglineError:
                 raise
-            except Exception as exc:
+            except ValidationError as exc:  # name the fields, never the values (secrets)
+                raise InvalidInput(
+                    f"Cannot load embedder '{provider}'"
+                    + (f" with model '{model}'" if model else "")
+                    + f": invalid options: {describe_validation_error(exc)}"
+                ) from None
+            except Exception as exc:  # the config is valid here: no raw option values
                 raise InvalidInput(
                     f"Cannot load embedder '{provider}'"
                     + (f" with model '{model}'" if model else "") + f": {exc}"

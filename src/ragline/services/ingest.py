@@ -24,19 +24,22 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
 from ragline.catalog.ingest_state import IngestState, SourceState
 from ragline.core.types import CollectionInfo
-from ragline.errors import CollectionExists, InvalidInput, NotFound
-from ragline.ingest import discover, fetch_url, load_bytes, load_text, sha256_hex
+from ragline.errors import CollectionExists, InvalidInput, NotFound, TooManyRequests
+from ragline.ingest import discover, load_bytes, load_text, sha256_hex
 from ragline.ingest.path_metadata import parent_doc_id
 from ragline.ingest.types import SourceDocument
 from ragline.providers.stores.base import VectorStore
 from ragline.services.collections import CollectionService, new_shard_key
+from ragline.services.diskspace import DiskGuard
 from ragline.services.embedders import EmbedderPool
+from ragline.services.fetcher import UrlFetcher
 from ragline.services.ingest_pipeline import Pipeline, Prepared, Target
 from ragline.services.ingest_stats import (
     DocumentResult,
@@ -57,6 +60,9 @@ class IngestService:
     def __init__(self, settings: Settings, collections: CollectionService, store: VectorStore,
                  embedders: EmbedderPool, state: IngestState) -> None:
         self.settings = settings
+        self.fetcher = UrlFetcher(settings)
+        self.disk = DiskGuard.unlimited()  # the facade sets the configured guard
+        self._upload_slots = threading.BoundedSemaphore(settings.max_concurrent_uploads)
         self.collections = collections
         self.store = store
         self.embedders = embedders
@@ -92,6 +98,7 @@ class IngestService:
                 info = self.collections.get(name)
             assert info.dimension is not None
             if not self.store.has_shard(info.shard):
+                self.disk.check("create the collection's shard")
                 self.store.create_shard(info.shard, info.dimension)
         return info
 
@@ -104,7 +111,8 @@ class IngestService:
         return Pipeline(self.store, self.state, target, stats, batch_size=s.ingest_batch_size,
                         retry_attempts=s.ingest_retry_attempts, retry_wait=s.ingest_retry_wait_s,
                         retry_max_wait=s.ingest_retry_max_wait_s, progress=progress,
-                        should_stop=should_stop, background_writes=background)
+                        should_stop=should_stop, background_writes=background,
+                        disk=self.disk)
 
     # -- directories -------------------------------------------------------------------
     def check_root(self, path: str | Path, *, local: bool = True) -> Path:
@@ -166,6 +174,7 @@ class IngestService:
                   progress: Progress | None, should_stop: Callable[[], bool] | None) -> None:
         assert info.dimension is not None
         new = new_shard_key()
+        self.disk.check("rebuild the collection")
         self.store.create_shard(new, info.dimension)
         try:
             target = self.target(replace(info, shard=new), tenant, reuse=False)
@@ -299,9 +308,24 @@ class IngestService:
         return self.ingest_document(collection, tenant, doc, "text")
 
     def ingest_url(self, collection: str, tenant: str, url: str) -> DocumentResult:
-        doc = fetch_url(url, allow_private=self.settings.allow_private_urls,
-                        defaults=self.settings.ingest_defaults)
-        return self.ingest_document(collection, tenant, doc, "url")
+        return self.ingest_document(collection, tenant, self.fetcher.fetch(url), "url")
+
+    @contextmanager
+    def upload_slot(self) -> Iterator[None]:
+        """Hold one of ``max_concurrent_uploads`` slots while an upload is read and
+        processed; none free: 429 at once, before the body is read (issue 10)."""
+        if not self._upload_slots.acquire(blocking=False):
+            raise TooManyRequests(
+                f"Too many uploads in progress (setting max_concurrent_uploads="
+                f"{self.settings.max_concurrent_uploads}); retry shortly", retry_after=2)
+        try:
+            yield
+        finally:
+            self._upload_slots.release()
+
+    async def fetch_url_async(self, url: str) -> SourceDocument:
+        """Fetch on the fetch pool without holding the caller's thread (see fetcher.py)."""
+        return await self.fetcher.fetch_async(url)
 
     def delete_source(self, collection: str, tenant: str, source_id: str) -> int:
         """Remove one source's chunks and state (e.g. a user deleting an upload)."""

@@ -55,6 +55,7 @@ from ragline.ingest.types import SourceDocument
 from ragline.providers.embedders.base import Embedder
 from ragline.providers.retry import was_retried
 from ragline.providers.stores.base import VectorStore
+from ragline.services.diskspace import DiskGuard
 from ragline.services.ingest_stats import IngestStats, Progress
 
 log = logging.getLogger(__name__)
@@ -108,8 +109,9 @@ class Pipeline:
                  *, batch_size: int, retry_attempts: int, retry_wait: float,
                  retry_max_wait: float, progress: Progress | None = None,
                  should_stop: Callable[[], bool] | None = None,
-                 background_writes: bool = False) -> None:
+                 background_writes: bool = False, disk: DiskGuard | None = None) -> None:
         self.store = store
+        self.disk = disk or DiskGuard.unlimited()
         self.state = state
         self.t = target
         self.stats = stats
@@ -274,6 +276,11 @@ class Pipeline:
 
     def _write(self, group: list[Prepared]) -> None:
         records = [r for p in group for r in p.records]
+        # 507 before the store is touched (issue 10); the run stops here and the next
+        # run repairs, as after a crash
+        self.disk.check("write ingested chunks",
+                        need=2 * sum(4 * len(r.embedding) + len(r.text) + 256
+                                     for r in records if r.embedding is not None))
         for start in range(0, len(records), UPSERT_BATCH):
             self.store.upsert(self.shard, records[start:start + UPSERT_BATCH])
         for p in group:

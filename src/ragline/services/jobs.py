@@ -22,7 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from ragline.catalog.ingest_state import Job, JobTable
-from ragline.errors import InvalidInput, NotFound, RaglineError, ServiceUnavailable
+from ragline.errors import (
+    InvalidInput,
+    NotFound,
+    RaglineError,
+    ServiceUnavailable,
+    TooManyRequests,
+)
 from ragline.observability import metrics
 from ragline.services.ingest import IngestService
 from ragline.services.ingest_stats import IngestStats, Progress, check_mode
@@ -93,6 +99,7 @@ class JobService:
         self._stop = threading.Event()
         self._futures: dict[str, Future[Job]] = {}
         self._lock = threading.Lock()
+        self.max_queued = ingest.settings.job_queue_max
 
     def start(self) -> None:
         """Fail the jobs a dead process left behind and drop their inputs, then take jobs."""
@@ -109,6 +116,8 @@ class JobService:
                progress: Progress | None = None, local: bool = True) -> Job:
         """The one way a job is made: validate now (400 before 202), record it, then run it
         on a worker, or here when ``inline`` (the CLI, which shows a progress bar)."""
+        if not inline:
+            self._admit()
         check_mode(spec.mode)
         check_collection_name(spec.collection)
         path = spec.path
@@ -120,6 +129,8 @@ class JobService:
                 raise InvalidInput("mode 'recreate' rebuilds everything; it takes no path list")
         elif spec.payload is None:
             raise InvalidInput(f"a {spec.kind} job needs its content")
+        else:  # the content waits on disk: 507 before writing it (issue 10)
+            self.ingest.disk.check(f"queue the {spec.kind}", need=len(spec.payload))
         job = self.table.create(kind=spec.kind, trigger=spec.trigger, mode=spec.mode,
                                 collection=spec.collection, tenant=spec.tenant, path=path,
                                 restricted_paths=spec.restrict)
@@ -138,6 +149,19 @@ class JobService:
             raise InvalidInput(f"Job {job_id} ingested an upload or text; send it again instead")
         return self.submit(JobSpec("directory", old.collection, old.tenant, old.mode, old.path,
                                    old.restricted_paths, trigger="rerun"))
+
+    def pending(self) -> int:
+        """Jobs queued or running in this process."""
+        with self._lock:
+            return sum(1 for f in self._futures.values() if not f.done())
+
+    def _admit(self) -> None:
+        """Refuse a new job (429) while ``job_queue_max`` are waiting or running: 30
+        concurrent 15 MB uploads once queued 30 jobs with no bound (issue 10)."""
+        if self.pending() >= self.max_queued:
+            raise TooManyRequests(
+                f"The ingestion queue is full ({self.max_queued} jobs, setting job_queue_max); "
+                "retry later", retry_after=10)
 
     def _schedule(self, job_id: str) -> None:
         with self._lock:

@@ -9,6 +9,7 @@ and no internal path or exception text reaches the body.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +21,7 @@ from ragline.providers.base import Health
 from ragline.providers.registry import registry
 from ragline.providers.stores.base import VectorStore
 from ragline.services.collections import CollectionService
+from ragline.services.diskspace import DiskGuard
 from ragline.services.embedders import EmbedderPool
 from ragline.services.retrieval import RetrievalService
 
@@ -28,21 +30,24 @@ log = logging.getLogger(__name__)
 
 def disk_usage(path: Path) -> int:
     """Bytes really allocated under ``path`` (stores preallocate sparse files, so
-    ``st_size`` overstates); files that vanish while walking are skipped."""
+    ``st_size`` overstates). Directories and files that vanish while walking (a shard
+    dropped by a concurrent empty) are skipped: ``os.walk`` ignores listing errors,
+    where ``Path.rglob`` raised and made ``/info`` a 500 (issue 10)."""
     total = 0
-    for p in path.rglob("*"):
-        try:
-            if p.is_file():
-                total += p.stat().st_blocks * 512
-        except OSError:
-            continue
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+            except OSError:
+                continue
     return total
 
 
 class OperationsService:
     def __init__(self, data_dir: Path, store: VectorStore, collections: CollectionService,
                  embedders: EmbedderPool, retrieval: RetrievalService,
-                 reranker: Callable[[], Any | None]) -> None:
+                 reranker: Callable[[], Any | None], disk: DiskGuard | None = None) -> None:
+        self.disk = disk or DiskGuard.unlimited()
         self.data_dir = data_dir
         self.store = store
         self.collections = collections
@@ -69,6 +74,9 @@ class OperationsService:
             log.exception("catalog health check failed")
             body["status"] = "degraded"
             body["catalog_error"] = "the catalog could not be read (see the server log)"
+        body["disk"] = self.disk.status()
+        if not body["disk"]["writes_allowed"]:
+            body["status"] = "degraded"  # reads go on; writes answer 507 (issue 10)
         reranker = self.reranker()
         if reranker is not None:
             body["cross_encoder"] = reranker.health_info()

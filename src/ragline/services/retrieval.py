@@ -28,7 +28,12 @@ from ragline.providers.stores.base import VectorStore
 from ragline.services.boosts import BoostConfig, apply_boosts, merge_boost_config
 from ragline.services.collections import CollectionService
 from ragline.services.embedders import EmbedderPool
-from ragline.services.validation import check_dimension, check_vector
+from ragline.services.validation import (
+    InputLimits,
+    check_dimension,
+    check_query_size,
+    check_vector,
+)
 
 Mode = Literal["dense", "sparse", "hybrid"]
 Fusion = Literal["rrf", "dbsf"]
@@ -89,6 +94,7 @@ class RetrievalService:
                  reranker: Callable[[], Any] = lambda: None, fusion: Fusion = "dbsf",
                  batch: BatchSettings | None = None) -> None:
         self.fusion = fusion
+        self.limits = InputLimits()  # the facade sets the configured ones
         self.collections = collections
         self.store = store
         self.embedders = embedders
@@ -111,12 +117,13 @@ class RetrievalService:
         info = self.collections.get(q.collection)
         if not 1 <= q.limit <= 1000:
             raise InvalidInput("'limit' must be between 1 and 1000")
+        check_query_size(q.query, self.limits)
         text = (q.query or "").strip()
         can_embed = self.embedders.known(info.embedding_provider)
         has_text = bool(info.dimension) and self.store.has_text_index(info.shard)
         vector = None
         if q.embedding is not None:
-            vector = check_vector(q.embedding, "the query")
+            vector = check_vector(q.embedding, "the query", self.limits.max_dimension)
             check_dimension(len(vector), info.dimension, "the query embedding", info.name)
         if q.embedding is None and not text:
             raise InvalidInput("Give 'query' (text) or 'embedding' (a vector) to search")

@@ -7,17 +7,65 @@ spec-000 cases are fixed by the spec and must not change.
 
 from __future__ import annotations
 
+import json
 import math
 import re
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ragline.core.filters import key_problem
 from ragline.core.types import Metadata
-from ragline.errors import InvalidInput
+from ragline.errors import InvalidInput, PayloadTooLarge
+
+if TYPE_CHECKING:
+    from ragline.settings import Settings
 
 MSG_REQUIRED = "Documents array is required"
+DEFAULT_MAX_DIMENSION = 4096
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 MSG_NO_EMBEDDINGS = "All documents must include pre-computed embeddings"
+
+@dataclass(frozen=True)
+class InputLimits:
+    """Sizes checked before any work is done (issue 10); defaults match ``Settings``."""
+
+    max_dimension: int = DEFAULT_MAX_DIMENSION
+    max_document_chars: int = 1_000_000
+    max_metadata_bytes: int = 65_536
+    max_query_chars: int = 20_000
+
+    @classmethod
+    def from_settings(cls, s: Settings) -> InputLimits:
+        return cls(s.max_embedding_dimension, s.max_document_chars, s.max_metadata_bytes,
+                   s.max_query_chars)
+
+
+def check_text_size(text: str, limits: InputLimits, where: str) -> None:
+    if len(text) > limits.max_document_chars:
+        raise PayloadTooLarge(
+            f"Text of {where} too long: {len(text)} characters (limit "
+            f"{limits.max_document_chars}, setting max_document_chars)")
+
+
+def check_metadata_size(meta: Metadata, limits: InputLimits, where: str) -> None:
+    if not meta:
+        return
+    size = len(json.dumps(meta, ensure_ascii=False).encode("utf-8"))
+    if size > limits.max_metadata_bytes:
+        raise PayloadTooLarge(
+            f"Metadata of {where} too large: {size} bytes as JSON (limit "
+            f"{limits.max_metadata_bytes}, setting max_metadata_bytes)")
+
+
+def check_query_size(text: str | None, limits: InputLimits) -> None:
+    if text is not None and len(text) > limits.max_query_chars:
+        raise PayloadTooLarge(
+            f"Query text too long: {len(text)} characters (limit {limits.max_query_chars}, "
+            "setting max_query_chars)")
+
 
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$")
 
@@ -36,38 +84,57 @@ def check_metadata(meta: Any, where: str) -> Metadata:
     if not isinstance(meta, dict):
         raise InvalidInput(f"Invalid metadata for {where}: must be an object")
     for key, value in meta.items():
-        if not isinstance(key, str) or not key or key.startswith("$"):
-            raise InvalidInput(
-                f"Invalid metadata for {where}: key {key!r} must be a non-empty string "
-                "not starting with '$'"
-            )
+        problem = key_problem(key)
+        if problem is not None:
+            raise InvalidInput(f"Invalid metadata for {where}: key {key!r} {problem}")
         if isinstance(value, list):
             for v in value:
                 if not _scalar(v):
                     raise InvalidInput(
                         f"Invalid metadata for {where}: field '{key}' is a list that holds "
-                        "something other than strings, numbers or booleans"
+                        "something other than strings, numbers or booleans (numbers must be "
+                        "finite, integers within the 64-bit range)"
                     )
         elif value is not None and not _scalar(value):
             raise InvalidInput(
                 f"Invalid metadata for {where}: field '{key}' must be a string, number, "
-                "boolean, null or a list of those"
+                "boolean, null or a list of those (numbers must be finite, integers within "
+                "the 64-bit range)"
             )
     return meta
 
 
 def _scalar(v: Any) -> bool:
+    """Strings, booleans, finite floats and integers within int64 (what stores keep).
+
+    A 400-digit integer cannot be stored as a number (and ``math.isfinite``
+    of it overflows), so it is refused here, naming the field (issue 10).
+    """
     if isinstance(v, bool | str):
         return True
-    return isinstance(v, int | float) and math.isfinite(v)
+    if isinstance(v, int):
+        return INT64_MIN <= v <= INT64_MAX
+    return isinstance(v, float) and math.isfinite(v)
 
 
-def check_vector(raw: Any, where: str) -> np.ndarray:
-    """An embedding must be a non-empty list of finite numbers, not all zero."""
+def check_vector(raw: Any, where: str, max_dimension: int | None = None) -> np.ndarray:
+    """An embedding must be a non-empty list of finite numbers, checked as float32.
+
+    Vectors are stored as float32, so the checks are done on the float32 values:
+    a value beyond float32's range is refused (it would become infinity), and a
+    vector whose values all round to zero (``1e-50``) or whose length cannot be
+    computed in float32 (every value tiny or huge) has no direction for cosine
+    similarity and is refused too, instead of being stored as zeros (issue 10).
+    """
     if not isinstance(raw, list | tuple) or not raw:
         raise InvalidInput(
             f"Invalid embedding format for {where}: embedding must be a non-empty array "
             "of numbers"
+        )
+    if max_dimension is not None and len(raw) > max_dimension:
+        raise InvalidInput(
+            f"Invalid embedding format for {where}: {len(raw)} dimensions is more than the "
+            f"limit of {max_dimension} (setting max_embedding_dimension)"
         )
     for v in raw:
         if isinstance(v, bool) or not isinstance(v, int | float):
@@ -75,23 +142,41 @@ def check_vector(raw: Any, where: str) -> np.ndarray:
                 f"Invalid embedding format for {where}: embedding must be an array of "
                 f"numbers, found {type(v).__name__}"
             )
-    vec = np.asarray(raw, dtype=np.float64)
+    try:
+        vec = np.asarray(raw, dtype=np.float64)
+    except OverflowError:  # an integer too large even for float64
+        raise InvalidInput(
+            f"Invalid embedding format for {where}: a value is outside the float32 range"
+        ) from None
     if not np.all(np.isfinite(vec)):
         raise InvalidInput(
             f"Invalid embedding format for {where}: embedding contains NaN or infinite values"
+        )
+    if np.any(np.abs(vec) > FLOAT32_MAX):
+        raise InvalidInput(
+            f"Invalid embedding format for {where}: a value is outside the float32 range "
+            f"(largest magnitude {FLOAT32_MAX:.6g})"
         )
     if not np.any(vec):
         raise InvalidInput(
             f"Invalid embedding format for {where}: embedding is all zeros, which has no "
             "direction for cosine similarity"
         )
-    return vec.astype(np.float32)
+    vec32 = vec.astype(np.float32)
+    norm = float(np.linalg.norm(vec32))
+    if not np.any(vec32) or norm == 0.0 or not math.isfinite(norm):
+        raise InvalidInput(
+            f"Invalid embedding format for {where}: its values are too small or too large "
+            "to be stored as float32 with a usable length (they round to zero or overflow); "
+            "scale the vector"
+        )
+    return vec32
 
 
 _NUMBER_TYPES = frozenset({float, int})
 
 
-def check_vectors(raws: list[Any]) -> np.ndarray | None:
+def check_vectors(raws: list[Any], max_dimension: int | None = None) -> np.ndarray | None:
     """All embeddings of a request at once, as a float32 matrix; None when any of them
     fails a check (or their lengths differ), so the caller runs :func:`check_vector`
     document by document and raises the same message, for the same document, as ever.
@@ -110,6 +195,8 @@ def check_vectors(raws: list[Any]) -> np.ndarray | None:
             return None
         if width is None:
             width = len(raw)
+            if max_dimension is not None and width > max_dimension:
+                return None
         elif len(raw) != width:
             return None
         if not set(map(type, raw)) <= _NUMBER_TYPES:
@@ -120,7 +207,13 @@ def check_vectors(raws: list[Any]) -> np.ndarray | None:
         return None
     if not np.isfinite(mat).all() or not mat.any(axis=1).all():
         return None
-    return mat.astype(np.float32)
+    if (np.abs(mat) > FLOAT32_MAX).any():
+        return None
+    mat32 = mat.astype(np.float32)
+    norms = np.linalg.norm(mat32, axis=1)
+    if not np.isfinite(norms).all() or not (norms > 0).all():  # the float32 rules of
+        return None  # check_vector: the slow path names the document
+    return mat32
 
 
 def check_dimension(got: int, expected: int | None, where: str, collection: str) -> None:

@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import parse_qs
 
+from ragline.catalog.deliveries import Deliveries
 from ragline.errors import AuthenticationError, InvalidInput, RaglineError, ServiceUnavailable
 from ragline.settings import Settings, child_process_env
 
@@ -98,9 +99,19 @@ def git_pull(repo: Path) -> str:
 class WebhookService:
     """Decodes, verifies and acts on a delivery; jobs go through the one submission path."""
 
-    def __init__(self, settings: Settings, submit: Callable[..., Any]) -> None:
+    def __init__(self, settings: Settings, submit: Callable[..., Any],
+                 deliveries: Deliveries | None = None) -> None:
         self.settings = settings
         self.submit = submit  # IngestionService.submit
+        self.deliveries = deliveries
+
+    def first_delivery(self, delivery_id: str | None) -> bool:
+        """False for a delivery id already handled within ``webhook_dedup_window_s``
+        (checked after the signature, so unsigned requests cannot burn ids; issue 10)."""
+        if not delivery_id or self.deliveries is None:
+            return True
+        return self.deliveries.first_time(delivery_id.strip()[:200],
+                                          self.settings.webhook_dedup_window_s)
 
     def secret(self) -> str:
         secret = self.settings.github_webhook_secret
@@ -121,6 +132,18 @@ class WebhookService:
         The signature is checked over the raw bytes before anything is decoded.
         """
         verify_signature(self.secret(), body, headers.get("x-hub-signature-256"))
+        delivery = headers.get("x-github-delivery")
+        if not self.first_delivery(delivery):  # a replay: answer, do nothing
+            return 200, {"status": "duplicate", "duplicate": True, "delivery": delivery}
+        try:
+            return self._handle_event(tenant, headers, body)
+        except Exception:  # let GitHub's redelivery of a failed delivery run again
+            if delivery and self.deliveries is not None:
+                self.deliveries.forget(delivery.strip()[:200])
+            raise
+
+    def _handle_event(self, tenant: str, headers: Mapping[str, str],
+                      body: bytes) -> tuple[int, dict[str, Any]]:
         event = headers.get("x-github-event", "")
         if event == "ping":
             return 200, {"status": "pong"}

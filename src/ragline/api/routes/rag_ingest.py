@@ -18,7 +18,7 @@ from starlette.datastructures import UploadFile
 
 from ragline.api.deps import RL, Caller
 from ragline.errors import InvalidInput, PayloadTooLarge
-from ragline.facade import IngestOutcome, IngestSource
+from ragline.facade import IngestOutcome, IngestSource, Principal, Ragline
 
 router = APIRouter(prefix="/api/rag/ingest", tags=["per-user ingestion"])
 
@@ -53,6 +53,12 @@ def _render(outcome: IngestOutcome) -> JSONResponse:
 @router.post("/upload", status_code=201)
 async def upload(request: Request, rl: RL, caller: Caller,
                  collection: str | None = COLLECTION) -> JSONResponse:
+    with rl.upload_slot():  # bounded concurrent uploads: 429 beyond (issue 10)
+        return await _upload(request, rl, caller, collection)
+
+
+async def _upload(request: Request, rl: Ragline, caller: Principal,
+                  collection: str | None) -> JSONResponse:
     limit = rl.settings.max_upload_bytes
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit + MULTIPART_SLACK:
@@ -73,7 +79,7 @@ async def upload(request: Request, rl: RL, caller: Caller,
 async def from_url(body: UrlBody, rl: RL, caller: Caller,
                    collection: str | None = COLLECTION) -> JSONResponse:
     src = IngestSource("url", collection, url=body.url)
-    return _render(await run_in_threadpool(rl.ingest, caller, src))
+    return _render(await rl.ingest_async(caller, src))  # the fetch holds no worker thread
 
 
 @router.post("/text", status_code=201)

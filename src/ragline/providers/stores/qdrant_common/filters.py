@@ -20,9 +20,11 @@ So the semantics below live in one place:
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ragline.core.filters import And, Eq, In, Node, Not, Or, Range
+from ragline.errors import FilterError
 
 META = "metadata"
 BOOLS = "bools"
@@ -31,12 +33,31 @@ TENANT = "tenant"
 JsonFilter = dict[str, Any]
 
 
+_RAW_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def key_segment(field: str) -> str:
+    """``field`` as one JSON-path segment: quoted unless plainly safe (issue 10).
+
+    Unquoted, ``og:title`` is a path syntax error and ``a.b`` a nested path that
+    never matches; quoted (``"og:title"``) Qdrant reads any key without a double
+    quote or backslash, which :func:`ragline.core.filters.key_problem` refuses
+    before anything is written. Plain keys stay unquoted so existing payload
+    indexes keep their exact paths.
+    """
+    if _RAW_KEY.match(field):
+        return field
+    if '"' in field or "\\" in field:
+        raise FilterError(f"metadata key {field!r} cannot be stored or filtered")
+    return f'"{field}"'
+
+
 def field_path(field: str) -> str:
-    return f"{META}.{field}"
+    return f"{META}.{key_segment(field)}"
 
 
 def bool_path(field: str) -> str:
-    return f"{BOOLS}.{field}"
+    return f"{BOOLS}.{key_segment(field)}"
 
 
 def bool_token(value: bool) -> str:
