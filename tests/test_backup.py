@@ -34,7 +34,8 @@ def _doc(i: int) -> dict[str, object]:
 
 def test_backup_during_concurrent_writes_keeps_every_acknowledged_write(
         tmp_path: Path) -> None:
-    with TestClient(create_app(_settings(tmp_path / "live"))) as client:
+    with TestClient(create_app(_settings(tmp_path / "live")),
+                    base_url="http://localhost") as client:
         assert client.post("/collections", json={"name": "c"}).status_code in (200, 201)
         assert client.post("/collections", json={"name": "other"}).status_code in (200, 201)
         acked: list[int] = []
@@ -58,7 +59,7 @@ def test_backup_during_concurrent_writes_keeps_every_acknowledged_write(
         while len(acked) < 40 and time.monotonic() < deadline:
             time.sleep(0.01)
         before = set(acked)  # every write acknowledged before the backup started
-        r = client.post("/admin/backup")
+        r = client.post("/admin/backup", json={})
         after = set(acked)
         time.sleep(0.05)
         stop.set()
@@ -84,14 +85,16 @@ def test_backup_during_concurrent_writes_keeps_every_acknowledged_write(
             assert rl.get_document(me, "c", f"d{i}").metadata["i"] == i
         assert {c.name for c in rl.list_collections(me)} == {"c", "other"}
     # and the restored directory serves searches over HTTP
-    with TestClient(create_app(_settings(tmp_path / "restored"))) as client:
+    with TestClient(create_app(_settings(tmp_path / "restored")),
+                    base_url="http://localhost") as client:
         hits = client.post("/collections/c/search",
                            json={"embedding": [1.0, 0.0, 0.5], "limit": 3}).json()
         assert len(hits["results"] if "results" in hits else hits["hits"]) == 3
 
 
 def test_direct_backup_and_restore_roundtrip(tmp_path: Path) -> None:
-    with TestClient(create_app(_settings(tmp_path / "d"))) as client:
+    with TestClient(create_app(_settings(tmp_path / "d")),
+                    base_url="http://localhost") as client:
         client.post("/collections", json={"name": "c"})
         client.post("/collections/c/documents",
                     json={"documents": [_doc(i) for i in range(10)]})

@@ -25,7 +25,8 @@ def chroma_client(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Te
     registry.register("embedders", "fake", FakeEmbedder)
     settings = Settings(data_dir=tmp_path / "data", _env_file=None,  # type: ignore[call-arg]
                         **store_settings(request.param, request))
-    with TestClient(create_app(settings)) as c:
+    with TestClient(create_app(settings),
+                    base_url="http://localhost") as c:
         yield c
 
 

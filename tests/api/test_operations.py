@@ -27,7 +27,8 @@ from tests.ingestion_support import (
 
 @pytest.fixture
 def fake_client(tmp_path: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(fake_settings(tmp_path, job_progress_every=2))) as c:
+    with TestClient(create_app(fake_settings(tmp_path, job_progress_every=2)),
+                    base_url="http://localhost") as c:
         yield c
 
 
@@ -43,7 +44,8 @@ def test_root_redirects_to_docs_when_no_console() -> None:
 
     app = FastAPI(docs_url=None, redoc_url=None)
     docs_ui.install(app)
-    with TestClient(app) as c:
+    with TestClient(app,
+                    base_url="http://localhost") as c:
         r = c.get("/", follow_redirects=False)
         assert r.status_code == 307 and r.headers["location"] == "/docs"
 
@@ -130,7 +132,8 @@ def test_metrics_scrape_parses_and_counts_by_route_template(client: TestClient) 
 def test_metrics_can_be_switched_off(tmp_path: Path) -> None:
     s = Settings(data_dir=tmp_path / "d", metrics_enabled=False,
                  _env_file=None)  # type: ignore[call-arg]
-    with TestClient(create_app(s)) as c:
+    with TestClient(create_app(s),
+                    base_url="http://localhost") as c:
         assert c.get("/metrics").status_code == 404
 
 
@@ -145,7 +148,8 @@ def test_json_logs_carry_the_request_id_of_the_response(settings: Settings) -> N
     stream = io.StringIO()
     configure_logging("info", "json", stream=stream)
     try:
-        with TestClient(app) as client:
+        with TestClient(app,
+                    base_url="http://localhost") as client:
             r = client.get("/collections/missing-one")
             rid = r.headers["x-request-id"]
             client.get("/health")

@@ -42,8 +42,10 @@ def _backup_over_http(url: str, dest: Path, timeout: float,
     with tempfile.TemporaryDirectory(prefix=".ragline-backup-", dir=dest.parent) as tmp:
         archive = Path(tmp) / "backup.tar.gz"
         headers = {"Authorization": f"Bearer {key}"} if key else {}
+        # a JSON body: never a CORS "simple request" (the server refuses those unless they
+        # carry a key header)
         with httpx.stream("POST", url.rstrip("/") + "/admin/backup", timeout=timeout,
-                          headers=headers) as r:
+                          headers=headers, json={}) as r:
             if r.status_code != 200:
                 r.read()
                 raise typer.BadParameter(f"the server answered {r.status_code}: {r.text[:300]}")

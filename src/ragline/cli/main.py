@@ -65,7 +65,7 @@ def build_settings(data_dir: Path | None = None, **overrides: object) -> Setting
     try:
         return load_settings(options.config_file, **values)
     except ConfigError as exc:
-        typer.echo(f"configuration error: {exc.message}", err=True)
+        typer.echo(f"Invalid configuration: {exc.message}", err=True)
         raise typer.Exit(2) from exc
 
 

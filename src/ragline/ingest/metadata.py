@@ -43,17 +43,16 @@ _UNSAFE_KEY_CHARS = re.compile(r"[^\w-]+")
 
 
 def storable_key(key: object) -> str | None:
-    """``key`` as a metadata field name every store and the filter language accept.
-
-    Letters, digits, ``_`` and ``-`` are kept (any script); every other run of
-    characters (``.`` would be a nested path in a payload, ``$`` an operator,
-    spaces, brackets) becomes ``_``. ``None`` when nothing usable is left or
-    the key is longer than :data:`MAX_KEY_LENGTH`.
+    """``key`` as a metadata field name under the one key grammar
+    (:func:`ragline.core.filters.key_problem`): kept as written when it is storable
+    (``og:title``, ``reading time``, ``a.b`` all are); a leading ``$`` is dropped and
+    a double quote or backslash becomes ``_``. ``None`` when nothing usable is left
+    or the key is longer than :data:`MAX_KEY_LENGTH`.
     """
     text = str(key).strip()
-    if _UNSAFE_KEY_CHARS.search(text):
-        text = _UNSAFE_KEY_CHARS.sub("_", text).strip("_")
-    if not text or len(text) > MAX_KEY_LENGTH:
+    if key_problem(text) is not None:
+        text = text.lstrip("$").replace('"', "_").replace("\\", "_").strip()
+    if not text or len(text) > MAX_KEY_LENGTH or key_problem(text) is not None:
         return None
     return text
 

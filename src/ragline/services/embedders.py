@@ -67,8 +67,7 @@ class EmbedderPool:
             if "models_dir" in cls.Config.model_fields and self.settings.models_dir:
                 options.setdefault("models_dir", self.settings.models_dir)
             try:
-                config = cls.Config(**options)
-                inner = cls(config)
+                inner = registry.build("embedders", provider, options)  # the one way
             except RaglineError:
                 raise
             except ValidationError as exc:  # name the fields, never the values (secrets)

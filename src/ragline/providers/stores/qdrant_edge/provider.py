@@ -553,10 +553,10 @@ class QdrantEdgeStore:
             probe = self.root / ".health"
             probe.write_text("ok")
             probe.unlink()
-            return Health.now("ok", {"engine": "qdrant-edge", "open_shards": len(self._shards),
-                                     "path": str(self.root)})
-        except OSError as exc:
-            return Health.now("down", {"engine": "qdrant-edge"}, error=str(exc))
+            return Health.now("ok", {"engine": "qdrant-edge", "open_shards": len(self._shards)})
+        except OSError as exc:  # the reason, never the server's path
+            return Health.now("down", {"engine": "qdrant-edge"},
+                              error=f"the data directory is not writable ({exc.strerror})")
 
 
 def disk_usage(path: Path) -> int:
