@@ -429,7 +429,7 @@ class Ragline(AnswersMixin):
                                              message=MSG_NOT_EXIST.format(collection))
         if not self._may_use(caller, info):
             raise CollectionNotFound(collection, message=MSG_NOT_EXIST.format(collection))
-        if field is None or field.strip() == "":  # after existence: a missing one is a 404
+        if field is None or field == "":  # after existence: a missing one is a 404 (" " is a key)
             raise InvalidInput("Query parameter 'field' is required")
         return self.services.documents.distinct(collection, caller.tenant, field)
 
