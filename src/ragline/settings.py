@@ -351,6 +351,14 @@ class Settings(BaseSettings):
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
+def hub_offline() -> None:
+    """Hugging Face libraries offline (the same switches as
+    ``Settings.apply_process_environment``), for code that loads models without a
+    ``Settings`` at hand (model export)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
 def child_process_env(**extra: str) -> dict[str, str]:
     """The environment for a child process (git): ours plus ``extra``. Kept here so the
     environment is read in one module only."""

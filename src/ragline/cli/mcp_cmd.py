@@ -8,12 +8,13 @@ per directory): point agents at a running server's ``/mcp`` instead when
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from ragline.settings import hub_offline
 
 
 def mcp(
@@ -25,7 +26,7 @@ def mcp(
     """Serve the MCP tools (search, context, sources, ingestion) over stdio."""
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    hub_offline()
     try:
         from ragline.api.mcp_server.auth import stdio_principal
         from ragline.api.mcp_server.server import build_server

@@ -6,12 +6,13 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+
+from ragline.settings import hub_offline
 
 models_app = typer.Typer(help="Build local models (ONNX) once.", no_args_is_help=True)
 
@@ -37,8 +38,7 @@ def build_reranker(
     from ragline.errors import RaglineError
     from ragline.models import build_reranker as build
 
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    hub_offline()
     console = Console(stderr=True)
     try:
         result = build(name_or_path, models_dir or build_settings().models_dir, out=out,

@@ -76,9 +76,9 @@ def built_recipe(out: Path) -> int | None:
 
 
 def _load_torch_model(source: str) -> tuple[Any, Any]:
-    import os
+    from ragline.settings import hub_offline
 
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    hub_offline()
     try:
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
