@@ -52,11 +52,11 @@ class ChatModelSlot:
             s = self.settings
             if not s.llm_base_url or not s.llm_model:
                 raise LLMNotConfigured(LLM_SETTINGS_HELP)
-            cls = registry.get("llms", s.llm_provider)
-            self._model = cls(cls.Config(
-                base_url=s.llm_base_url, model=s.llm_model, api_key=s.llm_api_key,
-                timeout=s.llm_timeout_s, max_retries=s.llm_max_retries,
-                max_tokens=s.llm_max_tokens, json_mode=s.llm_json_mode))
+            # the one way providers are built: registry class + its own validated config
+            self._model = registry.build("llms", s.llm_provider, {
+                "base_url": s.llm_base_url, "model": s.llm_model, "api_key": s.llm_api_key,
+                "timeout": s.llm_timeout_s, "max_retries": s.llm_max_retries,
+                "max_tokens": s.llm_max_tokens, "json_mode": s.llm_json_mode})
         return self._model
 
     @property
