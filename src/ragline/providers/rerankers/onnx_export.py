@@ -85,9 +85,10 @@ def _load_torch_model(source: str) -> tuple[Any, Any]:
         tok = AutoTokenizer.from_pretrained(source)
         model = AutoModelForSequenceClassification.from_pretrained(
             source, attn_implementation="eager").eval()
+        import onnx  # noqa: F401  (torch.onnx.export fails late, mid-build, without it)
     except ImportError as exc:
-        raise ExportError("building a reranker needs torch and transformers (the build "
-                          "tools of `make install`)") from exc
+        raise ExportError("building a reranker needs torch, transformers and onnx "
+                          "(pip install 'ragline[rerank]', part of `make install-dev`)") from exc
     except Exception as exc:
         raise ExportError(f"cannot load cross-encoder '{source}': "
                           f"{type(exc).__name__}: {exc}") from exc
