@@ -18,7 +18,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from pydantic import SecretStr  # noqa: E402
+from pydantic import BaseModel, SecretStr  # noqa: E402
 
 from ragline.settings import Settings  # noqa: E402
 
@@ -107,6 +107,8 @@ def _default(field: Any) -> str:
         return "(secret)"
     if isinstance(value, Path):
         return f"`{value}`"
+    if isinstance(value, BaseModel):  # typed options: their fields, secrets unset
+        value = value.model_dump(mode="json")
     return f"`{json.dumps(value)}`"
 
 

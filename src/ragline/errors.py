@@ -24,6 +24,7 @@ way. Storage and services raise these; they never import FastAPI.
     ├── TooManyRequests               429  too_many_requests
     ├── ServiceUnavailable            503  service_unavailable
     │   ├── StoreUnavailable          503  store_unavailable
+    │   ├── CatalogUnavailable        503  catalog_unavailable
     │   ├── ModelNotLoaded            503  model_not_loaded
     │   ├── IngestCancelled           503  ingestion_cancelled
     │   └── LLMNotConfigured          503  llm_not_configured
@@ -155,6 +156,12 @@ class ServiceUnavailable(RaglineError):
 
 class StoreUnavailable(ServiceUnavailable):
     code = "store_unavailable"
+
+
+class CatalogUnavailable(ServiceUnavailable):
+    """The shared (PostgreSQL) catalog cannot be reached."""
+
+    code = "catalog_unavailable"
 
 
 class ModelNotLoaded(ServiceUnavailable):

@@ -26,16 +26,17 @@ from typing import Any, BinaryIO, TypeVar
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from ragline.catalog.deliveries import Deliveries
-from ragline.catalog.ingest_state import COUNTERS, IngestState, Job, JobTable
-from ragline.catalog.keys import KeyRecord, KeyTable
+from ragline.catalog.backends import CatalogTables, open_catalog
+from ragline.catalog.ingest_state import COUNTERS, Job
+from ragline.catalog.keys import KeyRecord
 from ragline.catalog.lock import DataDirLock, holder_address
-from ragline.catalog.sqlite import Catalog
+from ragline.catalog.tables import CollectionCatalog, SourceStates
 from ragline.core.principal import Principal
 from ragline.core.types import CollectionInfo, Page, Record, Scalar
 from ragline.datadir import ensure_format
 from ragline.errors import (
     CollectionNotFound,
+    ConfigError,
     DocumentNotFound,
     Forbidden,
     InvalidInput,
@@ -63,6 +64,7 @@ from ragline.services.ingest_stats import IngestStats, Progress
 from ragline.services.ingestion import IngestionService, IngestOutcome, IngestSource
 from ragline.services.jobs import JobService, job_progress
 from ragline.services.operations import OperationsService
+from ragline.services.queued_jobs import QueuedJobService
 from ragline.services.retrieval import BatchSettings, RetrievalService
 from ragline.services.searching import SearchRequest, SearchResponse, SearchService
 from ragline.services.slots import build_reranker, build_store, check_model_name
@@ -124,14 +126,14 @@ class Services:
     """What :meth:`Ragline.start` wires. Internal: only the facade (and tests of the
     services themselves) use it; routes, CLI, MCP and the console never do."""
 
-    catalog: Catalog
+    catalog: CollectionCatalog
     store: VectorStore
     embedders: EmbedderPool
     collections: CollectionService
     documents: DocumentService
     retrieval: RetrievalService
     search: SearchService
-    ingest_state: IngestState
+    ingest_state: SourceStates
     ingest: IngestService
     jobs: JobService
     ingestion: IngestionService
@@ -139,10 +141,11 @@ class Services:
     webhook: WebhookService
     operations: OperationsService
     auth: AuthService
-    backups: BackupService
+    backups: BackupService | None  # None with a shared catalog (PostgreSQL's own backups)
     reranker: Any | None
     indexing: IndexingService
     answers: AnswerServices
+    tables: CatalogTables
 
 
 class Ragline(AnswersMixin):
@@ -169,23 +172,33 @@ class Ragline(AnswersMixin):
         s = self.settings
         s.apply_process_environment()
         s.data_dir.mkdir(parents=True, exist_ok=True)
-        lock = DataDirLock(s.data_dir)
-        lock.acquire(self.address)
+        # a shared catalog (PostgreSQL) is many processes' by design: no directory lock,
+        # and the data directory holds no catalog or shards to migrate
+        lock = None if s.shared_catalog else DataDirLock(s.data_dir)
+        if lock is not None:
+            lock.acquire(self.address)
         try:
-            ensure_format(s.data_dir)  # migrates older layouts, refuses newer ones
-            catalog = Catalog(s.catalog_path())
+            if lock is not None:
+                ensure_format(s.data_dir)  # migrates older layouts, refuses newer ones
+            tables = open_catalog(s)
         except BaseException:
-            lock.release()
+            if lock is not None:
+                lock.release()
             raise
         try:
             store = build_store(s)
+            if s.shared_catalog and "shared" not in store.capabilities():
+                store.close()
+                raise ConfigError(f"catalog 'postgres' is shared by many processes; store "
+                                  f"'{s.store}' is not (use pgvector or qdrant)")
         except BaseException:
-            catalog.close()
-            lock.release()
+            tables.close()
+            if lock is not None:
+                lock.release()
             raise
         try:
-            self._services = self._wire(catalog, store)
-            self._recover(self._services)
+            self._services = self._wire(tables, store)
+            self._recover(self._services, orphans=not s.shared_catalog)
             if s.background_indexing:  # issue 18: index builds off the serving path
                 self._services.indexing.start()
         except BaseException:
@@ -193,14 +206,16 @@ class Ragline(AnswersMixin):
                 self._services.retrieval.close()
                 self._services = None
             store.close()
-            catalog.close()
-            lock.release()
+            tables.close()
+            if lock is not None:
+                lock.release()
             raise
         self._lock = lock
         return self
 
-    def _wire(self, catalog: Catalog, store: VectorStore) -> Services:
+    def _wire(self, tables: CatalogTables, store: VectorStore) -> Services:
         s = self.settings
+        catalog = tables.collections
         embedders = EmbedderPool(s)
         collections = CollectionService(catalog, store, embedders)
         documents = DocumentService(collections, store, s.max_documents_per_request, embedders,
@@ -212,36 +227,52 @@ class Ragline(AnswersMixin):
             batch=BatchSettings(s.search_max_batch, s.search_max_wait_ms, s.search_workers))
         retrieval.limits = InputLimits.from_settings(s)
         search = SearchService(s, collections, retrieval)
-        state = IngestState(catalog)
+        state = tables.sources
         ingest = IngestService(s, collections, store, embedders, state)
         # one free-space guard for every write path: 507 before a full disk (issue 10)
         disk = DiskGuard(s.data_dir, s.disk_reserve_bytes)
         collections.disk = documents.disk = ingest.disk = disk
-        jobs = JobService(JobTable(catalog), ingest, s.job_workers, s.data_dir / "uploads")
+        jobs = self._jobs(tables, ingest)
         ingestion = IngestionService(s, ingest, jobs, search)
         return Services(
             catalog=catalog, store=store, embedders=embedders, collections=collections,
             documents=documents, retrieval=retrieval, search=search, ingest_state=state,
             ingest=ingest, jobs=jobs, ingestion=ingestion,
             context=ContextService(collections, store, state, search),
-            webhook=WebhookService(s, ingestion.submit, Deliveries(catalog)),
-            auth=AuthService(s, KeyTable(catalog)),
-            backups=BackupService(catalog, store),
+            webhook=WebhookService(s, ingestion.submit, tables.deliveries),
+            auth=AuthService(s, tables.keys),
+            backups=BackupService(tables.sqlite, store) if tables.sqlite is not None else None,
             operations=OperationsService(s.data_dir, store, collections, embedders, retrieval,
                                          self._reranker, disk),
             reranker=reranker,
             indexing=IndexingService(store, s.indexing_min_points, s.indexing_growth,
                                      s.indexing_interval_s),
-            answers=build_answers(s, catalog, collections, embedders, search, self._llm))
+            answers=build_answers(s, tables.conversations, collections, embedders, search,
+                                  self._llm),
+            tables=tables)
+
+    def _jobs(self, tables: CatalogTables, ingest: IngestService) -> JobService:
+        """In-process jobs on the embedded catalog; the shared queue on PostgreSQL."""
+        if tables.queue is None:
+            return JobService(tables.jobs, ingest, self.settings.job_workers)
+        from ragline.catalog.pg_ingest import PgJobTable
+
+        assert isinstance(tables.jobs, PgJobTable)
+        return QueuedJobService(tables.jobs, tables.queue, ingest,
+                                self.settings.catalog_options.worker_poll_s)
 
     def _reranker(self) -> Any | None:
         """The loaded reranker, read at use (a getter, so services see a replacement)."""
         return self._services.reranker if self._services is not None else None
 
     @staticmethod
-    def _recover(sv: Services) -> None:
-        sv.collections.recover()
-        sv.ingest_state.purge_stale({c.name: c.shard for c in sv.collections.all()})
+    def _recover(sv: Services, orphans: bool = True) -> None:
+        """``orphans``: also remove shards and ingestion state no collection points at.
+        Only the embedded catalog's single owner may: with a shared catalog, another
+        process's rebuild in progress looks exactly like an orphan."""
+        sv.collections.recover(orphans=orphans)
+        if orphans:
+            sv.ingest_state.purge_stale({c.name: c.shard for c in sv.collections.all()})
         sv.jobs.start()
 
     def close(self) -> None:
@@ -259,7 +290,7 @@ class Ragline(AnswersMixin):
             sv.ingest.fetcher.close()
             sv.retrieval.close()
             sv.store.close()
-            sv.catalog.close()
+            sv.tables.close()
         finally:
             if self._lock is not None:
                 self._lock.release()
@@ -385,12 +416,20 @@ class Ragline(AnswersMixin):
         """Consistent online snapshot of catalog and shards into ``dest`` (absent or empty);
         writes wait for the copy, searches do not (ragline.services.backup)."""
         self._admin(caller, "take backups")
-        return self.services.backups.backup(dest)
+        return self._backups().backup(dest)
 
     def backup_archive(self, caller: Principal, workdir: Path) -> Path:
         """The same snapshot as one .tar.gz under ``workdir`` (``POST /admin/backup``)."""
         self._admin(caller, "take backups")
-        return self.services.backups.backup_archive(workdir)
+        return self._backups().backup_archive(workdir)
+
+    def _backups(self) -> BackupService:
+        backups = self.services.backups
+        if backups is None:
+            raise InvalidInput("With catalog 'postgres' there is no data directory to back "
+                               "up: back up PostgreSQL (pg_dump) and the store with their own "
+                               "tools, or use `ragline export` (docs/scaling.md)")
+        return backups
 
     # -- documents ---------------------------------------------------------------------
     def add_documents(self, caller: Principal, collection: str,
@@ -511,6 +550,24 @@ class Ragline(AnswersMixin):
     def rerun_job(self, caller: Principal, job_id: str) -> Job:
         self._admin(caller, "re-run directory jobs")
         return self.services.ingestion.rerun(self._job_scope(caller), job_id)
+
+    def work(self, caller: Principal, *, exit_when_idle: bool = False) -> int:
+        """Be a queue worker (``ragline worker``): claim and run ingestion jobs from the
+        shared queue until :meth:`stop_work`; returns how many this process ran."""
+        self._admin(caller, "run ingestion workers")
+        jobs = self.services.jobs
+        if not isinstance(jobs, QueuedJobService):
+            raise InvalidInput("`ragline worker` needs the shared job queue: set "
+                               "RAGLINE_CATALOG=postgres (docs/scaling.md); the embedded "
+                               "catalog runs jobs inside `ragline serve`")
+        return jobs.work(exit_when_idle=exit_when_idle)
+
+    def stop_work(self) -> None:
+        """Let :meth:`work` return: a running directory job stops at its next checkpoint
+        and goes back to the queue. Safe to call from a signal handler."""
+        jobs = self._services.jobs if self._services is not None else None
+        if isinstance(jobs, QueuedJobService):
+            jobs.stop()
 
     def wait_for_job(self, caller: Principal, job_id: str, timeout: float | None = None) -> Job:
         self.job(caller, job_id)  # scope check first

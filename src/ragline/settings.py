@@ -15,7 +15,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -47,6 +47,26 @@ def _per_core(per: int, least: int, most: int) -> int:
     return max(least, min(most, per * cpus))
 
 
+class PostgresCatalogOptions(BaseModel):
+    """Where the shared catalog and job queue live when ``catalog = "postgres"``
+    (docs/scaling.md): typed here, like a provider's own Config, so a typo in
+    ``RAGLINE_CATALOG_OPTIONS`` is an error and the DSN is a secret."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dsn: SecretStr | None = Field(None, description="libpq URI or key/value DSN of the "
+                                  "PostgreSQL that holds the catalog and the job queue.")
+    db_schema: str = Field("ragline", pattern=r"^[a-z_][a-z0-9_]{0,62}$",
+                           description="Schema of the catalog tables (migrated on start).")
+    pool_size: int = Field(8, ge=1, le=256, description="Connections per process.")
+    job_lease_s: float = Field(
+        30.0, gt=0, description="A worker holds a job this long without a heartbeat; after "
+        "that (a killed worker) another worker takes it again.")
+    job_max_attempts: int = Field(3, ge=1, description="Claims of one job before it fails.")
+    worker_poll_s: float = Field(0.5, gt=0, description="How often an idle worker looks "
+                                 "for a queued job.")
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="RAGLINE_", env_file=".env", extra="ignore", env_file_encoding="utf-8"
@@ -61,6 +81,17 @@ class Settings(BaseSettings):
         "GET /api/providers), e.g. RAGLINE_STORE_OPTIONS='{\"hnsw_ef\": 128}'. The data "
         "directory's 'collections' folder is filled in as 'path' for embedded stores.")
     default_tenant: str = "default"
+
+    # --- scale-out: a shared catalog and job queue (issue 14; docs/scaling.md) ---------
+    catalog: Literal["sqlite", "postgres"] = Field(
+        "sqlite", description="'sqlite': the catalog and in-process jobs in the data "
+        "directory (one process). 'postgres': collections, ingestion state, jobs, keys and "
+        "conversations in PostgreSQL (catalog_options), shared by any number of API "
+        "processes and `ragline worker` processes; needs a server store (pgvector, qdrant).")
+    catalog_options: PostgresCatalogOptions = Field(
+        default_factory=PostgresCatalogOptions,
+        description="The PostgreSQL catalog's options, e.g. RAGLINE_CATALOG_OPTIONS="
+        "'{\"dsn\": \"postgresql://rag:pw@db/rag\"}'.")
 
     # --- limits ------------------------------------------------------------
     max_documents_per_request: int = 50_000
@@ -321,6 +352,19 @@ class Settings(BaseSettings):
         toml = [TomlConfigSettingsSource(settings_cls, toml_file=path)] if path else []
         return (init_settings, env_settings, dotenv_settings, *toml, file_secret_settings)
 
+    @model_validator(mode="after")
+    def _catalog_needs_dsn(self) -> Settings:
+        if self.catalog == "postgres" and self.catalog_options.dsn is None:
+            raise ValueError("catalog 'postgres' needs catalog_options.dsn "
+                             "(RAGLINE_CATALOG_OPTIONS='{\"dsn\": \"postgresql://...\"}')")
+        return self
+
+    @property
+    def shared_catalog(self) -> bool:
+        """True when processes share the catalog (PostgreSQL): no data-directory lock,
+        jobs run by ``ragline worker`` processes."""
+        return self.catalog == "postgres"
+
     @property
     def config_file(self) -> Path | None:
         """The TOML file these settings were read from, if any (for the banner and
@@ -337,7 +381,8 @@ class Settings(BaseSettings):
         """Provider option dicts may hold DSNs and API keys until the provider's own config
         turns them into secrets: their values never show in a repr or a log line."""
         for name, value in super().__repr_args__():
-            if name is not None and name.endswith("_options") and value:
+            if name is not None and name.endswith("_options") and isinstance(value, dict) \
+                    and value:
                 yield name, {k: "**********" for k in value}
             else:
                 yield name, value
@@ -453,6 +498,8 @@ def _mask(name: str, value: Any) -> Any:
         return "********"
     if isinstance(value, Path):
         return str(value)
+    if isinstance(value, BaseModel):  # typed options: SecretStr fields are masked below
+        return {k: _mask(k, v) for k, v in dict(value).items()}
     if isinstance(value, dict):
         # provider options are plain dicts: mask what looks like a credential
         return {k: "********" if any(w in k.lower() for w in _SECRET_WORDS) and v

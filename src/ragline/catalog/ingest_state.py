@@ -17,9 +17,11 @@ Two tables beside ``collections``:
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ragline.catalog.sqlite import Catalog, now_iso
@@ -175,10 +177,14 @@ class IngestState:
 
 
 class JobTable:
-    """``ingest_jobs`` rows: created queued, moved through running to a final status."""
+    """``ingest_jobs`` rows: created queued, moved through running to a final status.
 
-    def __init__(self, catalog: Catalog) -> None:
+    An upload or text waits for its job as a file under ``inputs_dir`` (default: the
+    data directory's ``uploads``), written before the row is visible."""
+
+    def __init__(self, catalog: Catalog, inputs_dir: Path | None = None) -> None:
         self.catalog = catalog
+        self.inputs_dir = inputs_dir or catalog.path.parent / "uploads"
         IngestState(catalog)  # creates the tables
 
     @staticmethod
@@ -197,8 +203,13 @@ class JobTable:
         )
 
     def create(self, *, kind: str, trigger: str, mode: str, collection: str, tenant: str,
-               path: str | None, restricted_paths: list[str] | None = None) -> Job:
+               path: str | None, restricted_paths: list[str] | None = None,
+               data: bytes | None = None) -> Job:
         job_id = uuid.uuid4().hex
+        if data is not None:
+            folder = self.inputs_dir / job_id
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "data").write_bytes(data)
         with self.catalog.tx() as db:
             db.execute(
                 "INSERT INTO ingest_jobs (id, kind, trigger, status, mode, collection, tenant, "
@@ -209,6 +220,17 @@ class JobTable:
         job = self.get(job_id)
         assert job is not None
         return job
+
+    def input(self, job_id: str) -> bytes | None:
+        data = self.inputs_dir / job_id / "data"
+        return data.read_bytes() if data.exists() else None
+
+    def drop_input(self, job_id: str) -> None:
+        shutil.rmtree(self.inputs_dir / job_id, ignore_errors=True)
+
+    def drop_inputs(self) -> None:
+        """Every waiting input (at start-up, when no job of this process can use them)."""
+        shutil.rmtree(self.inputs_dir, ignore_errors=True)
 
     def get(self, job_id: str) -> Job | None:
         row = self.catalog.read().execute(

@@ -6,8 +6,8 @@ retired shards), on the tables of :mod:`ragline.catalog.pg_schema`, migrated on
 open. No row cache: another process may swap a collection's shard at any time,
 and a primary-key read is one short round trip.
 
-Not yet wired: ingestion state and the services' job table still use the SQLite
-catalog's connection (see docs/scaling.md).
+Wired by :func:`ragline.catalog.backends.open_catalog` when ``catalog =
+"postgres"``, beside the other PostgreSQL tables (``pg_ingest.py``, ``pg_access.py``).
 """
 
 from __future__ import annotations
@@ -30,11 +30,15 @@ _COLS = ("name, metadata, dimension, embedding_provider, embedding_model, shard,
 
 
 class PgCatalog:
-    def __init__(self, dsn: str, schema: str = "ragline", pool_size: int = 4) -> None:
+    def __init__(self, dsn: str, schema: str = "ragline", pool_size: int = 4,
+                 pool: ConnectionPool[Any] | None = None) -> None:
+        """Migrates first; ``pool``: share one the caller owns (then :meth:`close` leaves
+        it open)."""
         migrate(dsn, schema)
         self.schema = schema
-        self.pool: ConnectionPool[Any] = ConnectionPool(dsn, min_size=1, max_size=pool_size,
-                                                        open=True, name="ragline-catalog")
+        self._owns_pool = pool is None
+        self.pool: ConnectionPool[Any] = pool or ConnectionPool(
+            dsn, min_size=1, max_size=pool_size, open=True, name="ragline-catalog")
         self.collections = sql.Identifier(schema, "collections")
         self.retired = sql.Identifier(schema, "retired_shards")
 
@@ -139,4 +143,5 @@ class PgCatalog:
         return {r[0] for r in rows}
 
     def close(self) -> None:
-        self.pool.close()
+        if self._owns_pool:
+            self.pool.close()

@@ -37,6 +37,33 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "CREATE INDEX jobs_ready ON {s}.jobs (created_at) WHERE status = 'queued'",
         "CREATE INDEX jobs_leased ON {s}.jobs (lease_until) WHERE status = 'running'",
     ]),
+    (3, "everything else the SQLite catalog holds: ingestion state, job progress and "
+        "inputs, API keys, conversations, webhook deliveries", [
+        "CREATE TABLE {s}.ingest_sources (collection text NOT NULL, shard text NOT NULL, "
+        "tenant text NOT NULL, source_id text NOT NULL, origin text NOT NULL, "
+        "source_path text NOT NULL, source_hash text, fingerprint text NOT NULL DEFAULT '', "
+        "chunk_ids jsonb NOT NULL DEFAULT '[]', updated_at text NOT NULL, "
+        "PRIMARY KEY (collection, shard, tenant, source_id))",
+        "ALTER TABLE {s}.jobs ADD COLUMN collection text, ADD COLUMN tenant text, "
+        "ADD COLUMN counters jsonb NOT NULL DEFAULT '{{}}', "
+        "ADD COLUMN warnings jsonb NOT NULL DEFAULT '[]', ADD COLUMN duration_s float8",
+        "CREATE INDEX jobs_by_time ON {s}.jobs (created_at DESC)",
+        "CREATE TABLE {s}.job_inputs (job_id text PRIMARY KEY "
+        "REFERENCES {s}.jobs (id) ON DELETE CASCADE, data bytea NOT NULL)",
+        "CREATE TABLE {s}.api_keys (id text PRIMARY KEY, hash text NOT NULL, "
+        "role text NOT NULL, tenant text NOT NULL, name text NOT NULL DEFAULT '', "
+        "created_at text NOT NULL, last_used_at text, revoked_at text)",
+        "CREATE TABLE {s}.conversations (id text PRIMARY KEY, tenant text NOT NULL, "
+        "collection text, topic text NOT NULL DEFAULT '', created_at text NOT NULL, "
+        "updated_at text NOT NULL)",
+        "CREATE INDEX conversations_by_tenant ON {s}.conversations (tenant, updated_at)",
+        "CREATE TABLE {s}.conversation_messages (conversation_id text NOT NULL "
+        "REFERENCES {s}.conversations (id) ON DELETE CASCADE, seq int NOT NULL, "
+        "role text NOT NULL, content text NOT NULL, meta jsonb NOT NULL DEFAULT '{{}}', "
+        "created_at text NOT NULL, PRIMARY KEY (conversation_id, seq))",
+        "CREATE TABLE {s}.webhook_deliveries (delivery_id text PRIMARY KEY, "
+        "received_at float8 NOT NULL)",
+    ]),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -9,8 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ragline.catalog.conversations import ConversationTable
-from ragline.catalog.sqlite import Catalog
+from ragline.catalog.tables import ConversationRows
 from ragline.errors import LLMNotConfigured
 from ragline.providers.llms.base import ChatModel
 from ragline.providers.registry import registry
@@ -81,13 +80,14 @@ class ToolBox:
 class AnswerServices:
     llm: ChatModelSlot
     tools: ToolBox
-    conversations: ConversationTable
+    conversations: ConversationRows
     retriever: SearchRetriever
     chat: ChatService
     checklists: ChecklistService
 
 
-def build_answers(settings: Settings, catalog: Catalog, collections: CollectionService,
+def build_answers(settings: Settings, conversations: ConversationRows,
+                  collections: CollectionService,
                   embedders: EmbedderPool, search: SearchService,
                   llm: ChatModel | None = None) -> AnswerServices:
     s = settings
@@ -97,7 +97,6 @@ def build_answers(settings: Settings, catalog: Catalog, collections: CollectionS
 
     slot = ChatModelSlot(s, llm)
     tools = ToolBox()
-    conversations = ConversationTable(catalog)
     retriever = SearchRetriever(search, collections, embedders)
     config = ChatConfig(
         assistant_name=s.assistant_name, relevance_threshold=s.rag_relevance_threshold,

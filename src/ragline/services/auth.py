@@ -25,7 +25,8 @@ import threading
 import time
 from pathlib import Path
 
-from ragline.catalog.keys import KeyRecord, KeyTable, hash_key
+from ragline.catalog.keys import KeyRecord, hash_key
+from ragline.catalog.tables import KeyRows
 from ragline.core.principal import Principal, Role
 from ragline.errors import AuthenticationError, Forbidden, InvalidInput, NotFound
 from ragline.settings import Settings
@@ -49,7 +50,7 @@ def check_tenant(name: str) -> str:
 
 
 class AuthService:
-    def __init__(self, settings: Settings, keys: KeyTable) -> None:
+    def __init__(self, settings: Settings, keys: KeyRows) -> None:
         self.settings = settings
         self.keys = keys
         self._cache: dict[str, tuple[KeyRecord, float]] = {}

@@ -29,7 +29,8 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragline.catalog.conversations import Conversation, ConversationTable, Message
+from ragline.catalog.conversations import Conversation, Message
+from ragline.catalog.tables import ConversationRows
 from ragline.errors import InvalidInput
 from ragline.prompts import Prompts
 from ragline.providers.llms.base import ChatModel
@@ -136,7 +137,7 @@ def _ms(seconds: float) -> float:
 
 class ChatService:
     def __init__(self, llm: Callable[[], ChatModel], retriever: Retriever,
-                 conversations: ConversationTable, tools: Callable[[], Mapping[str, Tool]],
+                 conversations: ConversationRows, tools: Callable[[], Mapping[str, Tool]],
                  collection_metadata: Callable[[str], Mapping[str, Any]],
                  config: ChatConfig) -> None:
         self.llm = llm  # a getter: raises LLMNotConfigured when there is no model

@@ -12,7 +12,7 @@ import threading
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from ragline.catalog.sqlite import Catalog
+from ragline.catalog.tables import CollectionCatalog
 from ragline.core.types import CollectionInfo
 from ragline.errors import InvalidInput
 from ragline.providers.stores.base import VectorStore
@@ -44,7 +44,7 @@ def new_shard_key() -> str:
 
 class CollectionService:
     disk: DiskGuard = DiskGuard.unlimited()  # the facade sets the configured guard
-    def __init__(self, catalog: Catalog, store: VectorStore,
+    def __init__(self, catalog: CollectionCatalog, store: VectorStore,
                  embedders: EmbedderPool | None = None) -> None:
         self.catalog = catalog
         self.store = store
@@ -171,15 +171,18 @@ class CollectionService:
         except Exception as exc:  # retried at the next start-up
             log.warning("could not drop retired shard %s yet: %s", shard, exc)
 
-    def recover(self) -> None:
+    def recover(self, orphans: bool = True) -> None:
         """Finish what a crash interrupted.
 
         Retired shards (an empty or delete that did not get to drop them) are
-        dropped; shards no collection points at (a create or empty interrupted
-        before its catalog write) are removed.
+        dropped; with ``orphans``, shards no collection points at (a create or empty
+        interrupted before its catalog write) are removed — only safe for the one
+        process that owns the catalog.
         """
         for shard in self.catalog.retired_shards():
             self._drop_retired(shard)
+        if not orphans:
+            return
         live = self.catalog.live_shards()
         for shard in self.store.shard_keys():
             if shard not in live:

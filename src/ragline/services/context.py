@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragline.catalog.ingest_state import IngestState
+from ragline.catalog.tables import SourceStates
 from ragline.providers.stores.base import VectorStore
 from ragline.services.collections import CollectionService
 from ragline.services.expand import get_context, get_lesson
@@ -14,7 +14,7 @@ from ragline.services.searching import SearchService
 
 class ContextService:
     def __init__(self, collections: CollectionService, store: VectorStore,
-                 state: IngestState, search: SearchService) -> None:
+                 state: SourceStates, search: SearchService) -> None:
         self.collections = collections
         self.store = store
         self.state = state

@@ -29,7 +29,8 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
-from ragline.catalog.ingest_state import IngestState, SourceState
+from ragline.catalog.ingest_state import SourceState
+from ragline.catalog.tables import SourceStates
 from ragline.core.types import CollectionInfo
 from ragline.errors import CollectionExists, InvalidInput, NotFound, TooManyRequests
 from ragline.ingest import discover, load_bytes, load_text, sha256_hex
@@ -58,7 +59,7 @@ FLUSH_RECORDS = 512
 
 class IngestService:
     def __init__(self, settings: Settings, collections: CollectionService, store: VectorStore,
-                 embedders: EmbedderPool, state: IngestState) -> None:
+                 embedders: EmbedderPool, state: SourceStates) -> None:
         self.settings = settings
         self.fetcher = UrlFetcher(settings)
         self.disk = DiskGuard.unlimited()  # the facade sets the configured guard

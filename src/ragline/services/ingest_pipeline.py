@@ -38,8 +38,9 @@ from tenacity import (
     wait_exponential,
 )
 
-from ragline.catalog.ingest_state import IngestState, SourceState
+from ragline.catalog.ingest_state import SourceState
 from ragline.catalog.sqlite import now_iso
+from ragline.catalog.tables import SourceStates
 from ragline.core.filters import Eq
 from ragline.core.types import CollectionInfo, Record, Vector
 from ragline.errors import (
@@ -105,7 +106,7 @@ def _retryable(exc: BaseException) -> bool:
 
 
 class Pipeline:
-    def __init__(self, store: VectorStore, state: IngestState, target: Target, stats: IngestStats,
+    def __init__(self, store: VectorStore, state: SourceStates, target: Target, stats: IngestStats,
                  *, batch_size: int, retry_attempts: int, retry_wait: float,
                  retry_max_wait: float, progress: Progress | None = None,
                  should_stop: Callable[[], bool] | None = None,

@@ -12,17 +12,17 @@ which is cheap because runs are incremental.
 from __future__ import annotations
 
 import logging
-import shutil
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from ragline.catalog.ingest_state import Job, JobTable
+from ragline.catalog.tables import JobRows
 from ragline.errors import (
+    IngestCancelled,
     InvalidInput,
     NotFound,
     RaglineError,
@@ -87,12 +87,10 @@ class JobSpec:
 
 
 class JobService:
-    def __init__(self, table: JobTable, ingest: IngestService, workers: int,
-                 uploads_dir: Path) -> None:
+    def __init__(self, table: JobRows, ingest: IngestService, workers: int) -> None:
         """Wiring only; :meth:`start` recovers and opens the worker pool."""
         self.table = table
         self.ingest = ingest
-        self.uploads_dir = uploads_dir
         self.workers = workers
         self.progress_every = max(1, int(getattr(ingest.settings, "job_progress_every", 25)))
         self._pool: ThreadPoolExecutor | None = None
@@ -107,7 +105,8 @@ class JobService:
         if failed:
             log.warning("%d ingestion job(s) were interrupted by a restart: %s",
                         len(failed), ", ".join(failed))
-        shutil.rmtree(self.uploads_dir, ignore_errors=True)  # inputs no job can use now
+        if isinstance(self.table, JobTable):
+            self.table.drop_inputs()  # inputs no job can use now
         self._pool = ThreadPoolExecutor(max_workers=self.workers,
                                         thread_name_prefix="ragline-job")
 
@@ -131,17 +130,17 @@ class JobService:
             raise InvalidInput(f"a {spec.kind} job needs its content")
         else:  # the content waits on disk: 507 before writing it (issue 10)
             self.ingest.disk.check(f"queue the {spec.kind}", need=len(spec.payload))
-        job = self.table.create(kind=spec.kind, trigger=spec.trigger, mode=spec.mode,
-                                collection=spec.collection, tenant=spec.tenant, path=path,
-                                restricted_paths=spec.restrict)
-        if spec.payload is not None:
-            folder = self.uploads_dir / job.id
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / "data").write_bytes(spec.payload)
+        job = self._create(spec, path, inline)
         if inline:
             return self.run(job.id, progress)
         self._schedule(job.id)
         return job
+
+    def _create(self, spec: JobSpec, path: str | None, inline: bool) -> Job:
+        """Record the job (its input with it: a worker may take it at once)."""
+        return self.table.create(kind=spec.kind, trigger=spec.trigger, mode=spec.mode,
+                                 collection=spec.collection, tenant=spec.tenant, path=path,
+                                 restricted_paths=spec.restrict, data=spec.payload)
 
     def rerun(self, job_id: str, tenant: str | None = None) -> Job:
         old = self.get(job_id, tenant)
@@ -205,6 +204,8 @@ class JobService:
         status = "failed"
         try:
             result = self._execute(job, report, stats)
+        except IngestCancelled as exc:
+            self._cancelled(job, stats, time.perf_counter() - t0, exc.message)
         except Exception as exc:
             message = exc.message if isinstance(exc, RaglineError) else repr(exc)
             log.warning("ingestion job %s failed: %s", job_id, message)
@@ -227,10 +228,23 @@ class JobService:
                      stats.files_skipped, stats.files_deleted, stats.files_failed,
                      stats.chunks_created + stats.chunks_updated, len(stats.warnings),
                      extra={"job_id": job_id, "status": status, **stats.counters()})
-            shutil.rmtree(self.uploads_dir / job_id, ignore_errors=True)
+            if status == "succeeded" or self._final(job_id):
+                self.table.drop_input(job_id)
             with self._lock:
                 self._futures.pop(job_id, None)
         return self.get(job_id)
+
+    def _cancelled(self, job: Job, stats: IngestStats, duration_s: float, message: str) -> None:
+        """A run stopped by shutdown: failed here (one process; re-run it, cheaply, since
+        runs are incremental); the queue puts it back for another worker instead."""
+        log.warning("ingestion job %s stopped: %s", job.id, message)
+        self.table.finish(job.id, "failed", stats.counters(), stats.warnings, duration_s,
+                          error=message)
+
+    def _final(self, job_id: str) -> bool:
+        """Whether the job has its final status (its input is no longer needed)."""
+        job = self.table.get(job_id)
+        return job is None or job.status in ("succeeded", "failed")
 
     def _execute(self, job: Job, report: Progress, stats: IngestStats) -> dict[str, Any] | None:
         if job.kind == "directory":
@@ -239,15 +253,15 @@ class JobService:
                                       restrict=job.restricted_paths, progress=report,
                                       should_stop=self._stop.is_set, stats=stats)
             return None
-        data = self.uploads_dir / job.id / "data"
-        if not data.exists():
+        data = self.table.input(job.id)
+        if data is None:
             raise RaglineError("the job's input is gone (the server restarted)")
         if job.kind == "upload":
-            res = self.ingest.ingest_bytes(job.collection, job.tenant, data.read_bytes(),
+            res = self.ingest.ingest_bytes(job.collection, job.tenant, data,
                                            job.path or "upload")
         else:
-            res = self.ingest.ingest_text(job.collection, job.tenant,
-                                          data.read_bytes().decode("utf-8"), job.path)
+            res = self.ingest.ingest_text(job.collection, job.tenant, data.decode("utf-8"),
+                                          job.path)
         stats.files_seen = stats.files_changed = 1
         stats.chunks_created, stats.texts_embedded = res.chunks_created, res.texts_embedded
         return {"sourceId": res.source_id, "chunksCreated": res.chunks, "title": res.title}

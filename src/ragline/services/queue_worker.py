@@ -11,36 +11,49 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
-from ragline.catalog.pg_queue import Claim, JobQueue
+if TYPE_CHECKING:  # psycopg is the postgres extra's: imported by whoever builds a queue
+    from ragline.catalog.pg_queue import Claim, JobQueue
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[dict[str, Any]], dict[str, Any] | None]
 
 
-def run_one(queue: JobQueue, claim: Claim, handler: Handler) -> bool:
-    """Run one claimed job; True when its outcome was recorded by this worker."""
+@contextmanager
+def lease_kept(queue: JobQueue, claim: Claim) -> Iterator[None]:
+    """Extend ``claim``'s lease every third of it on a thread while the block runs, so a
+    live worker keeps its job and a dead one's lapses."""
     stop = threading.Event()
 
     def beat() -> None:
         while not stop.wait(queue.lease_s / 3):
-            if not queue.heartbeat(claim):
-                log.warning("job %s: lease lost to another worker", claim.id)
-                return
+            try:
+                if not queue.heartbeat(claim):
+                    log.warning("job %s: lease lost to another worker", claim.id)
+                    return
+            except Exception:  # the database is away for a moment: try again next beat
+                log.warning("job %s: heartbeat failed", claim.id, exc_info=True)
 
     hb = threading.Thread(target=beat, name=f"heartbeat-{claim.id[:8]}", daemon=True)
     hb.start()
     try:
-        result = handler(claim.payload)
-    except Exception as exc:  # the job failed, not the worker
-        stop.set()
-        return queue.fail(claim, f"{type(exc).__name__}: {exc}", retry=True)
+        yield
     finally:
         stop.set()
         hb.join()
+
+
+def run_one(queue: JobQueue, claim: Claim, handler: Handler) -> bool:
+    """Run one claimed job; True when its outcome was recorded by this worker."""
+    try:
+        with lease_kept(queue, claim):
+            result = handler(claim.payload)
+    except Exception as exc:  # the job failed, not the worker
+        return queue.fail(claim, f"{type(exc).__name__}: {exc}", retry=True)
     return queue.complete(claim, result)
 
 

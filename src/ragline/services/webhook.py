@@ -23,7 +23,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import parse_qs
 
-from ragline.catalog.deliveries import Deliveries
+from ragline.catalog.tables import DeliveryRows
 from ragline.errors import AuthenticationError, InvalidInput, RaglineError, ServiceUnavailable
 from ragline.settings import Settings, child_process_env
 
@@ -100,7 +100,7 @@ class WebhookService:
     """Decodes, verifies and acts on a delivery; jobs go through the one submission path."""
 
     def __init__(self, settings: Settings, submit: Callable[..., Any],
-                 deliveries: Deliveries | None = None) -> None:
+                 deliveries: DeliveryRows | None = None) -> None:
         self.settings = settings
         self.submit = submit  # IngestionService.submit
         self.deliveries = deliveries

