@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ragline.cli import options
 from ragline.settings import Settings
+
+if TYPE_CHECKING:
+    import uvicorn
+    from fastapi import FastAPI
 
 app = typer.Typer(help="ragline: a self-hosted RAG backend.", no_args_is_help=True,
                   pretty_exceptions_enable=False)
@@ -28,6 +32,7 @@ def _register_subcommands() -> None:
     from ragline.cli.keys_cmd import keys_app
     from ragline.cli.mcp_cmd import mcp
     from ragline.cli.models_cmd import models_app
+    from ragline.cli.worker_cmd import worker
 
     app.add_typer(eval_app, name="eval")
     app.add_typer(keys_app, name="keys")
@@ -37,6 +42,7 @@ def _register_subcommands() -> None:
     app.command("restore")(restore)
     app.command("ingest")(ingest)
     app.command("mcp")(mcp)
+    app.command("worker")(worker)
 
 
 def _cross_encoder_help() -> str:
@@ -98,6 +104,9 @@ def serve(
     cors_origin: Annotated[list[str] | None, typer.Option(
         "--cors-origin", metavar="URL",
         help="Origin allowed by CORS (repeat; default: CORS off).")] = None,
+    workers: Annotated[int, typer.Option(
+        min=1, metavar="N", help="API processes on the one port (N > 1 needs "
+        "RAGLINE_CATALOG=postgres and a server store; docs/scaling.md).")] = 1,
 ) -> None:
     """Serve the HTTP API (embedded store, nothing else to start)."""
     if list_reranker_models:
@@ -120,7 +129,6 @@ def serve(
     import uvicorn
 
     from ragline.api.app import create_app
-    from ragline.api.http_protocol import protocol_class
     from ragline.facade import Ragline
 
     if settings.auth == "off":
@@ -130,6 +138,10 @@ def serve(
                        "on, or set RAGLINE_AUTH_OFF_I_UNDERSTAND=1.", err=True)
             raise typer.Exit(1)
         log.warning("RAGLINE_AUTH=off: every caller is an admin of the default tenant")
+    if workers > 1 and not settings.shared_catalog:
+        typer.echo("--workers N > 1 needs a catalog the processes share: set "
+                   "RAGLINE_CATALOG=postgres and a server store (docs/scaling.md)", err=True)
+        raise typer.Exit(2)
     rl = Ragline(settings)
     rl.address = f"http://{host}:{port}"
     try:
@@ -140,20 +152,35 @@ def serve(
         raise typer.Exit(1) from exc
     api = create_app(ragline=rl)
     _banner(rl, host, port, first_key, api)
+    if workers > 1:  # the API processes open their own Ragline; this one was the check
+        rl.close()
+        from ragline.cli.serve_workers import serve_processes
+
+        raise typer.Exit(serve_processes(settings, workers))
     try:
-        # log_config=None: uvicorn logs through ours (request ids, JSON); its access
-        # log is replaced by ragline.access (route templates, request ids). Deadlines and
-        # a connection cap: a peer that connects and sends nothing (or a byte at a time)
-        # must not hold a descriptor forever.
-        uvicorn.run(api, host=host, port=port, log_level=settings.log_level,
-                    log_config=None, access_log=False,
-                    http=protocol_class(settings.http_header_timeout_s,
-                                        settings.http_body_timeout_s,
-                                        settings.http_max_connections),
-                    timeout_keep_alive=settings.http_timeout_keep_alive_s,
-                    limit_concurrency=settings.http_max_connections)
+        uvicorn.Server(uvicorn_config(api, settings)).run()
     finally:
         rl.close()
+
+
+def uvicorn_config(api: FastAPI, settings: Settings) -> uvicorn.Config:
+    """The server's uvicorn settings (one process or each of N).
+
+    log_config=None: uvicorn logs through ours (request ids, JSON); its access log is
+    replaced by ragline.access (route templates, request ids). Deadlines and a
+    connection cap: a peer that connects and sends nothing (or a byte at a time) must
+    not hold a descriptor forever."""
+    import uvicorn
+
+    from ragline.api.http_protocol import protocol_class
+
+    return uvicorn.Config(api, host=settings.host, port=settings.port,
+                          log_level=settings.log_level, log_config=None, access_log=False,
+                          http=protocol_class(settings.http_header_timeout_s,
+                                              settings.http_body_timeout_s,
+                                              settings.http_max_connections),
+                          timeout_keep_alive=settings.http_timeout_keep_alive_s,
+                          limit_concurrency=settings.http_max_connections)
 
 
 def _loopback(host: str) -> bool:
