@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, BinaryIO, TextIO, TypeVar
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
@@ -68,6 +68,7 @@ from ragline.services.queued_jobs import QueuedJobService
 from ragline.services.retrieval import BatchSettings, RetrievalService
 from ragline.services.searching import SearchRequest, SearchResponse, SearchService
 from ragline.services.slots import build_reranker, build_store, check_model_name
+from ragline.services.transfer import TransferService
 from ragline.services.validation import InputLimits
 from ragline.services.webhook import WebhookService
 from ragline.settings import Settings
@@ -422,6 +423,25 @@ class Ragline(AnswersMixin):
         """The same snapshot as one .tar.gz under ``workdir`` (``POST /admin/backup``)."""
         self._admin(caller, "take backups")
         return self._backups().backup_archive(workdir)
+
+    # -- export / import (moving to another setup) ---------------------------------------
+    def _transfer(self) -> TransferService:
+        sv = self.services
+        return TransferService(sv.collections, sv.store, sv.auth.keys,
+                               self.settings.default_tenant)
+
+    def export_data(self, caller: Principal, out: TextIO,
+                    tenants: list[str] | None = None) -> dict[str, Any]:
+        """Every collection with its documents and vectors as JSON Lines (see
+        services/transfer.py for what is and is not included); returns the counts."""
+        self._admin(caller, "export data")
+        return self._transfer().export(out, tenants or [])
+
+    def import_data(self, caller: Principal, lines: Iterable[str]) -> dict[str, Any]:
+        """Create the collections of an export here and write its documents (vectors
+        as exported: nothing is embedded again); returns the counts."""
+        self._admin(caller, "import data")
+        return self._transfer().import_(lines)
 
     def _backups(self) -> BackupService:
         backups = self.services.backups

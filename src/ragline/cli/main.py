@@ -32,6 +32,7 @@ def _register_subcommands() -> None:
     from ragline.cli.keys_cmd import keys_app
     from ragline.cli.mcp_cmd import mcp
     from ragline.cli.models_cmd import models_app
+    from ragline.cli.transfer_cmd import export, import_
     from ragline.cli.worker_cmd import worker
 
     app.add_typer(eval_app, name="eval")
@@ -43,6 +44,8 @@ def _register_subcommands() -> None:
     app.command("ingest")(ingest)
     app.command("mcp")(mcp)
     app.command("worker")(worker)
+    app.command("export")(export)
+    app.command("import")(import_)
 
 
 def _cross_encoder_help() -> str:
