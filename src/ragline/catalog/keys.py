@@ -14,6 +14,7 @@ import hmac
 import secrets
 import sqlite3
 from dataclasses import dataclass
+from typing import Any
 
 from ragline.catalog.sqlite import Catalog, now_iso
 
@@ -48,6 +49,15 @@ class KeyRecord:
 
 def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def matches(key: str, row: Any) -> bool:
+    """``key`` against its stored row (``hash``, ``revoked_at``) in constant time; ``row``
+    None (an unknown id) does the same work, so timing tells nothing."""
+    if row is None:
+        hmac.compare_digest(hash_key(key), "0" * 64)
+        return False
+    return hmac.compare_digest(hash_key(key), row["hash"]) and not row["revoked_at"]
 
 
 def key_id(key: str) -> str | None:
@@ -93,12 +103,7 @@ class KeyTable:
             return None
         row = self.catalog.read().execute(
             "SELECT * FROM api_keys WHERE id=?", (kid,)).fetchone()
-        if row is None:
-            hmac.compare_digest(hash_key(key), "0" * 64)  # same work for unknown ids
-            return None
-        if not hmac.compare_digest(hash_key(key), row["hash"]) or row["revoked_at"]:
-            return None
-        return self._row(row)
+        return self._row(row) if matches(key, row) else None
 
     def touch(self, kid: str) -> None:
         with self.catalog.tx() as db:

@@ -8,7 +8,6 @@ continue on whichever process the next request lands.
 
 from __future__ import annotations
 
-import hmac
 import json
 import secrets
 import time
@@ -21,7 +20,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from ragline.catalog.conversations import Conversation, Message
-from ragline.catalog.keys import PREFIX, KeyRecord, hash_key, key_id
+from ragline.catalog.keys import PREFIX, KeyRecord, hash_key, key_id, matches
 from ragline.catalog.sqlite import now_iso
 from ragline.errors import NotFound
 
@@ -77,12 +76,7 @@ class PgKeyTable(_Tables):
         if kid is None:
             return None
         row = self._row(kid)
-        if row is None:
-            hmac.compare_digest(hash_key(key), "0" * 64)  # same work for unknown ids
-            return None
-        if not hmac.compare_digest(hash_key(key), row["hash"]) or row["revoked_at"]:
-            return None
-        return self._rec(row)
+        return self._rec(row) if row is not None and matches(key, row) else None
 
     def touch(self, kid: str) -> None:
         self._exec("UPDATE {k} SET last_used_at = %s WHERE id = %s", (now_iso(), kid),

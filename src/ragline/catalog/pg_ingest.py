@@ -30,6 +30,9 @@ from ragline.catalog.ingest_state import COUNTERS, Job, SourceState
 from ragline.catalog.pg_queue import Claim, JobQueue
 from ragline.catalog.sqlite import now_iso
 
+_INSERT = ("INSERT INTO {} (collection, shard, tenant, source_id, origin, source_path, "
+           "source_hash, fingerprint, chunk_ids, updated_at) VALUES ")
+
 
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
@@ -71,9 +74,7 @@ class PgIngestState:
         ts = now_iso()
         with self.pool.connection() as conn, conn.cursor() as cur:
             cur.executemany(sql.SQL(
-                "INSERT INTO {} (collection, shard, tenant, source_id, origin, source_path, "
-                "source_hash, fingerprint, chunk_ids, updated_at) VALUES "
-                "(%s, %s, %s, %s, %s, %s, NULL, '', '[]', %s) ON CONFLICT DO NOTHING"
+                _INSERT + "(%s, %s, %s, %s, %s, %s, NULL, '', '[]', %s) ON CONFLICT DO NOTHING"
             ).format(self.table), [(collection, shard, tenant, e.source_id, e.origin,
                                     e.source_path, ts) for e in entries])
 
@@ -82,9 +83,7 @@ class PgIngestState:
         ts = now_iso()
         with self.pool.connection() as conn, conn.cursor() as cur:
             cur.executemany(sql.SQL(
-                "INSERT INTO {} (collection, shard, tenant, source_id, origin, source_path, "
-                "source_hash, fingerprint, chunk_ids, updated_at) VALUES "
-                "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                _INSERT + "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
                 "ON CONFLICT (collection, shard, tenant, source_id) DO UPDATE SET "
                 "origin = EXCLUDED.origin, source_path = EXCLUDED.source_path, "
                 "source_hash = EXCLUDED.source_hash, fingerprint = EXCLUDED.fingerprint, "
