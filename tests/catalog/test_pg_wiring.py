@@ -150,3 +150,25 @@ def test_backups_point_to_postgres_tools(pair: tuple[Ragline, Ragline], tmp_path
     a, _ = pair
     with pytest.raises(InvalidInput, match="pg_dump"):
         a.backup(a.owner(), tmp_path / "bk")
+
+
+def test_a_database_at_the_previous_version_gets_v3_and_keeps_its_jobs(dsn: str) -> None:
+    import psycopg
+    from psycopg import sql
+
+    from ragline.catalog.pg_schema import SCHEMA_VERSION, migrate
+
+    name = f"v2_{uuid.uuid4().hex[:8]}"
+    assert migrate(dsn, name, target=2) == 2  # what the previous release created
+    with psycopg.connect(dsn) as conn:
+        conn.execute(sql.SQL("INSERT INTO {} (id, kind, status) VALUES ('j1', 'directory', "
+                             "'succeeded')").format(sql.Identifier(name, "jobs")))
+    assert migrate(dsn, name) == SCHEMA_VERSION == 3
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute(sql.SQL("SELECT id, status, counters, warnings FROM {}").format(
+            sql.Identifier(name, "jobs"))).fetchone()
+        assert row == ("j1", "succeeded", {}, [])  # v3's columns, defaults filled in
+        for table in ("ingest_sources", "job_inputs", "api_keys", "conversations",
+                      "conversation_messages", "webhook_deliveries"):
+            conn.execute(sql.SQL("SELECT count(*) FROM {}").format(
+                sql.Identifier(name, table)))
