@@ -172,3 +172,16 @@ def test_a_database_at_the_previous_version_gets_v3_and_keeps_its_jobs(dsn: str)
                       "conversation_messages", "webhook_deliveries"):
             conn.execute(sql.SQL("SELECT count(*) FROM {}").format(
                 sql.Identifier(name, table)))
+
+
+def test_the_catalog_dsn_stays_secret(tmp_path: Path) -> None:
+    from ragline.errors import CatalogUnavailable
+    from ragline.settings import masked_dump
+
+    dsn = "postgresql://rag:s3cretpw@127.0.0.1:1/rag"  # nothing listens on port 1
+    s = pg_settings(tmp_path, dsn, "nowhere")
+    assert masked_dump(s)["catalog_options"]["dsn"] == "********"
+    assert "s3cretpw" not in repr(s)
+    with pytest.raises(CatalogUnavailable) as err:
+        Ragline(s).start()
+    assert "s3cretpw" not in err.value.message and "127.0.0.1" not in err.value.message
