@@ -155,6 +155,20 @@ def test_a_worker_ingests_the_book_while_two_api_processes_serve_search(
                           json={"query": "cameras and lidar sensors", "limit": 3}).json()
         assert hits["results"][0]["metadata"]["parent_doc_id"] == LESSON
     assert sorted(api_processes(server.proc.pid)) == sorted(pids)  # none died meanwhile
+    # the supervisor killed outright: its API processes notice and stop serving the port
+    server.proc.kill()
+    server.proc.wait()
+    deadline = time.monotonic() + 30
+    while any(Path(f"/proc/{p}").exists() and "Z" not in _state(p) for p in pids):
+        assert time.monotonic() < deadline, "API processes outlived their supervisor"
+        time.sleep(0.2)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return "Z"
 
 
 def _big_book(root: Path, files: int) -> Path:

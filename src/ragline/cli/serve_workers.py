@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import signal
 import socket
 import threading
@@ -41,7 +42,19 @@ def _bind(settings: Settings) -> socket.socket:
     return sock
 
 
-def _api_process(settings: Settings, sock: socket.socket, index: int) -> None:
+def _exit_with_parent(parent: int) -> None:
+    """SIGTERM this process once its supervisor is gone (killed with SIGKILL, say), so no
+    API process is left serving the port on its own."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def _api_process(settings: Settings, sock: socket.socket, index: int, parent: int) -> None:
     """One API process: its own Ragline on the shared catalog, serving ``sock``."""
     import uvicorn
 
@@ -52,6 +65,7 @@ def _api_process(settings: Settings, sock: socket.socket, index: int) -> None:
 
     configure_logging(settings.log_level, settings.log_format)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent turns Ctrl-C into SIGTERM
+    _exit_with_parent(parent)
     rl = Ragline(settings)
     rl.address = f"http://{settings.host}:{settings.port}"
     rl.start()
@@ -76,7 +90,7 @@ def serve_processes(settings: Settings, workers: int) -> int:
     signal.signal(signal.SIGINT, on_signal)
 
     def start(index: int) -> BaseProcess:
-        proc = ctx.Process(target=_api_process, args=(settings, sock, index),
+        proc = ctx.Process(target=_api_process, args=(settings, sock, index, os.getpid()),
                            name=f"ragline-api-{index}", daemon=False)
         proc.start()
         return proc
