@@ -185,3 +185,17 @@ def test_the_catalog_dsn_stays_secret(tmp_path: Path) -> None:
     with pytest.raises(CatalogUnavailable) as err:
         Ragline(s).start()
     assert "s3cretpw" not in err.value.message and "127.0.0.1" not in err.value.message
+
+
+def test_a_lost_catalog_is_a_503_not_a_crash(tmp_path: Path, dsn: str) -> None:
+    from ragline.errors import CatalogUnavailable
+
+    rl = Ragline(pg_settings(tmp_path, dsn, f"l_{uuid.uuid4().hex[:8]}")).start()
+    try:
+        rl.create_collection(rl.owner(), "c")
+        rl.services.tables.collections.pool.close()  # type: ignore[attr-defined]
+        with pytest.raises(CatalogUnavailable) as err:
+            rl.get_collection(rl.owner(), "c")
+        assert err.value.status == 503 and "PoolClosed" in err.value.message
+    finally:
+        rl.close()

@@ -21,6 +21,7 @@ from psycopg_pool import ConnectionPool
 
 from ragline.catalog.conversations import Conversation, Message
 from ragline.catalog.keys import PREFIX, KeyRecord, hash_key, key_id, matches
+from ragline.catalog.pg_pool import connection
 from ragline.catalog.sqlite import now_iso
 from ragline.errors import NotFound
 
@@ -31,14 +32,14 @@ class _Tables:
         self.t = {n: sql.Identifier(schema, n) for n in names}
 
     def _rows(self, stmt: str, params: Any = (), **tables: str) -> list[dict[str, Any]]:
-        with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+        with connection(self.pool) as conn, conn.cursor(row_factory=dict_row) as cur:
             rows: list[dict[str, Any]] = cur.execute(
                 sql.SQL(stmt).format(**{k: self.t[v] for k, v in tables.items()}),
                 params).fetchall()
         return rows
 
     def _exec(self, stmt: str, params: Any = (), **tables: str) -> int:
-        with self.pool.connection() as conn:
+        with connection(self.pool) as conn:
             cur = conn.execute(sql.SQL(stmt).format(**{k: self.t[v] for k, v in tables.items()}),
                                params)
             return int(cur.rowcount)
@@ -138,7 +139,7 @@ class PgConversationTable(_Tables):
         orders two processes appending to one conversation."""
         ts = now_iso()
         c, m = self.t["conversations"], self.t["conversation_messages"]
-        with self.pool.connection() as conn, conn.transaction():
+        with connection(self.pool) as conn, conn.transaction():
             cur = conn.execute(sql.SQL("UPDATE {} SET updated_at = %s, topic = COALESCE(%s, "
                                        "topic) WHERE id = %s AND tenant = %s").format(c),
                                (ts, topic, conversation_id, tenant))

@@ -20,6 +20,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
+from ragline.catalog.pg_pool import connection
 from ragline.catalog.pg_schema import migrate
 from ragline.catalog.sqlite import now_iso
 from ragline.core.types import CollectionInfo
@@ -50,7 +51,7 @@ class PgCatalog:
             created_at=row["created_at"], updated_at=row["updated_at"], shard=row["shard"])
 
     def _one(self, stmt: sql.Composed, params: Any) -> dict[str, Any] | None:
-        with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+        with connection(self.pool) as conn, conn.cursor(row_factory=dict_row) as cur:
             row: dict[str, Any] | None = cur.execute(stmt, params).fetchone()
         return row
 
@@ -60,7 +61,7 @@ class PgCatalog:
     ) -> CollectionInfo:
         ts = now_iso()
         try:
-            with self.pool.connection() as conn:
+            with connection(self.pool) as conn:
                 conn.execute(sql.SQL("INSERT INTO {} (" + _COLS + ") VALUES "
                                      "(%s, %s, %s, %s, %s, %s, %s, %s)").format(self.collections),
                              (name, Jsonb(metadata), dimension, embedding_provider,
@@ -81,13 +82,13 @@ class PgCatalog:
         return info
 
     def list_collections(self) -> list[CollectionInfo]:
-        with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+        with connection(self.pool) as conn, conn.cursor(row_factory=dict_row) as cur:
             rows = cur.execute(sql.SQL("SELECT " + _COLS + " FROM {} ORDER BY name").format(
                 self.collections)).fetchall()
         return [self._info(r) for r in rows]
 
     def set_metadata(self, name: str, metadata: dict[str, Any]) -> CollectionInfo:
-        with self.pool.connection() as conn:
+        with connection(self.pool) as conn:
             cur = conn.execute(sql.SQL("UPDATE {} SET metadata = %s, updated_at = %s "
                                        "WHERE name = %s").format(self.collections),
                                (Jsonb(metadata), now_iso(), name))
@@ -96,7 +97,7 @@ class PgCatalog:
         return self.get_collection(name)
 
     def set_dimension(self, name: str, dimension: int) -> None:
-        with self.pool.connection() as conn:
+        with connection(self.pool) as conn:
             conn.execute(sql.SQL("UPDATE {} SET dimension = %s, updated_at = %s WHERE name = %s "
                                  "AND dimension IS NULL").format(self.collections),
                          (dimension, now_iso(), name))
@@ -104,7 +105,7 @@ class PgCatalog:
     def swap_shard(self, name: str, old: str, new: str) -> None:
         """Point a collection at a new shard and retire the old one, in one transaction;
         a concurrent swap by another process makes this one a CollectionNotFound."""
-        with self.pool.connection() as conn:
+        with connection(self.pool) as conn:
             cur = conn.execute(sql.SQL("UPDATE {} SET shard = %s, updated_at = %s "
                                        "WHERE name = %s AND shard = %s").format(self.collections),
                                (new, now_iso(), name, old))
@@ -118,7 +119,7 @@ class PgCatalog:
                      (shard, now_iso()))
 
     def delete_collection(self, name: str) -> CollectionInfo:
-        with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+        with connection(self.pool) as conn, conn.cursor(row_factory=dict_row) as cur:
             row = cur.execute(sql.SQL("DELETE FROM {} WHERE name = %s RETURNING " + _COLS
                                       ).format(self.collections), (name,)).fetchone()
             if row is None:
@@ -127,17 +128,17 @@ class PgCatalog:
         return self._info(row)
 
     def retired_shards(self) -> list[str]:
-        with self.pool.connection() as conn:
+        with connection(self.pool) as conn:
             rows = conn.execute(sql.SQL("SELECT shard FROM {}").format(self.retired)).fetchall()
         return [r[0] for r in rows]
 
     def forget_retired(self, shard: str) -> None:
-        with self.pool.connection() as conn:
+        with connection(self.pool) as conn:
             conn.execute(sql.SQL("DELETE FROM {} WHERE shard = %s").format(self.retired),
                          (shard,))
 
     def live_shards(self) -> set[str]:
-        with self.pool.connection() as conn:
+        with connection(self.pool) as conn:
             rows = conn.execute(sql.SQL("SELECT shard FROM {}").format(
                 self.collections)).fetchall()
         return {r[0] for r in rows}

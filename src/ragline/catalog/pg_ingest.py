@@ -27,6 +27,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from ragline.catalog.ingest_state import COUNTERS, Job, SourceState
+from ragline.catalog.pg_pool import connection
 from ragline.catalog.pg_queue import Claim, JobQueue
 from ragline.catalog.sqlite import now_iso
 
@@ -52,7 +53,7 @@ class PgIngestState:
                            row["updated_at"])
 
     def _select(self, where: str, params: tuple[Any, ...]) -> list[SourceState]:
-        with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+        with connection(self.pool) as conn, conn.cursor(row_factory=dict_row) as cur:
             rows = cur.execute(sql.SQL("SELECT * FROM {} WHERE " + where).format(self.table),
                                params).fetchall()
         return [self._row(r) for r in rows]
@@ -72,7 +73,7 @@ class PgIngestState:
               entries: list[SourceState]) -> None:
         """First writes in flight (``source_hash`` NULL); existing rows are left alone."""
         ts = now_iso()
-        with self.pool.connection() as conn, conn.cursor() as cur:
+        with connection(self.pool) as conn, conn.cursor() as cur:
             cur.executemany(sql.SQL(
                 _INSERT + "(%s, %s, %s, %s, %s, %s, NULL, '', '[]', %s) ON CONFLICT DO NOTHING"
             ).format(self.table), [(collection, shard, tenant, e.source_id, e.origin,
@@ -81,7 +82,7 @@ class PgIngestState:
     def commit(self, collection: str, shard: str, tenant: str,
                entries: list[SourceState]) -> None:
         ts = now_iso()
-        with self.pool.connection() as conn, conn.cursor() as cur:
+        with connection(self.pool) as conn, conn.cursor() as cur:
             cur.executemany(sql.SQL(
                 _INSERT + "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
                 "ON CONFLICT (collection, shard, tenant, source_id) DO UPDATE SET "
@@ -93,14 +94,14 @@ class PgIngestState:
                                     Jsonb(e.chunk_ids), ts) for e in entries])
 
     def drop(self, collection: str, shard: str, tenant: str, source_ids: list[str]) -> None:
-        with self.pool.connection() as conn:
+        with connection(self.pool) as conn:
             conn.execute(sql.SQL("DELETE FROM {} WHERE collection = %s AND shard = %s AND "
                                  "tenant = %s AND source_id = ANY(%s)").format(self.table),
                          (collection, shard, tenant, source_ids))
 
     def purge_stale(self, live: dict[str, str]) -> int:
         """Delete rows of shards that are no longer a collection's current shard."""
-        with self.pool.connection() as conn:
+        with connection(self.pool) as conn:
             rows = conn.execute(sql.SQL("SELECT DISTINCT collection, shard FROM {}").format(
                 self.table)).fetchall()
             stale = [(c, s) for c, s in rows if live.get(c) != s]
@@ -160,7 +161,7 @@ class PgJobTable:
         job_id = uuid.uuid4().hex
         payload = {"trigger": trigger, "mode": mode, "path": path,
                    "restricted_paths": restricted_paths}
-        with self.pool.connection() as conn, conn.transaction():
+        with connection(self.pool) as conn, conn.transaction():
             conn.execute(sql.SQL(
                 "INSERT INTO {} (id, kind, payload, status, max_attempts, collection, tenant, "
                 "attempts, worker, lease_until, started_at) VALUES (%(id)s, %(kind)s, %(p)s, "
@@ -181,7 +182,7 @@ class PgJobTable:
         return job
 
     def get(self, job_id: str) -> Job | None:
-        with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+        with connection(self.pool) as conn, conn.cursor(row_factory=dict_row) as cur:
             row = cur.execute(sql.SQL("SELECT * FROM {} WHERE id = %s").format(self.table),
                               (job_id,)).fetchone()
         return self._job(row) if row else None
@@ -195,7 +196,7 @@ class PgJobTable:
         if tenant is not None:
             conds.append(sql.SQL("tenant = %s"))
             args.append(tenant)
-        with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+        with connection(self.pool) as conn, conn.cursor(row_factory=dict_row) as cur:
             rows = cur.execute(sql.SQL("SELECT * FROM {} WHERE {} ORDER BY created_at DESC, "
                                        "id DESC LIMIT %s").format(
                 self.table, sql.SQL(" AND ").join(conds)), (*args, limit)).fetchall()
@@ -210,7 +211,7 @@ class PgJobTable:
         claim = self.claim_of(job_id)
         if claim is None:
             return False
-        with self.pool.connection() as conn:
+        with connection(self.pool) as conn:
             cur = conn.execute(sql.SQL(
                 "UPDATE {t} SET " + assignments + " WHERE id = %(id)s AND worker = %(w)s "
                 "AND attempts = %(a)s AND status = 'running'").format(t=self.table),
@@ -256,12 +257,12 @@ class PgJobTable:
 
     # -- inputs ---------------------------------------------------------------------------
     def input(self, job_id: str) -> bytes | None:
-        with self.pool.connection() as conn:
+        with connection(self.pool) as conn:
             row = conn.execute(sql.SQL("SELECT data FROM {} WHERE job_id = %s").format(
                 self.inputs), (job_id,)).fetchone()
         return bytes(row[0]) if row else None
 
     def drop_input(self, job_id: str) -> None:
-        with self.pool.connection() as conn:
+        with connection(self.pool) as conn:
             conn.execute(sql.SQL("DELETE FROM {} WHERE job_id = %s").format(self.inputs),
                          (job_id,))

@@ -29,6 +29,8 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
+from ragline.catalog.pg_pool import connection
+
 
 @dataclass(frozen=True, slots=True)
 class Claim:
@@ -49,7 +51,7 @@ class JobQueue:
 
     def enqueue(self, kind: str, payload: dict[str, Any], max_attempts: int = 3) -> str:
         job_id = uuid.uuid4().hex
-        with self.pool.connection() as conn:
+        with connection(self.pool) as conn:
             conn.execute(sql.SQL("INSERT INTO {} (id, kind, payload, status, max_attempts) "
                                  "VALUES (%s, %s, %s, 'queued', %s)").format(self.table),
                          (job_id, kind, Jsonb(payload), max_attempts))
@@ -58,7 +60,7 @@ class JobQueue:
     def claim(self, worker: str) -> Claim | None:
         """Take the oldest queued job, or a running one whose lease ran out (a dead
         worker's) while it has attempts left; None when there is nothing to take."""
-        with self.pool.connection() as conn:
+        with connection(self.pool) as conn:
             row = conn.execute(sql.SQL(
                 "UPDATE {t} SET status = 'running', attempts = attempts + 1, worker = %(w)s, "
                 "lease_until = clock_timestamp() + make_interval(secs => %(lease)s), "
@@ -73,7 +75,7 @@ class JobQueue:
         return Claim(row[0], row[1], row[2] or {}, int(row[3]), worker)
 
     def _fenced(self, claim: Claim, assignments: str, params: dict[str, Any]) -> bool:
-        with self.pool.connection() as conn:
+        with connection(self.pool) as conn:
             cur = conn.execute(sql.SQL(
                 "UPDATE {t} SET " + assignments + " WHERE id = %(id)s AND worker = %(w)s "
                 "AND attempts = %(a)s AND status = 'running'").format(t=self.table),
@@ -99,7 +101,7 @@ class JobQueue:
 
     def reap(self) -> int:
         """Fail jobs whose lease ran out with no attempts left (their workers died)."""
-        with self.pool.connection() as conn:
+        with connection(self.pool) as conn:
             return int(conn.execute(sql.SQL(
                 "UPDATE {} SET status = 'failed', finished_at = clock_timestamp(), "
                 "error = 'worker lost (lease expired) after the last attempt' "
@@ -107,7 +109,7 @@ class JobQueue:
                 "AND attempts >= max_attempts").format(self.table)).rowcount)
 
     def get(self, job_id: str) -> dict[str, Any] | None:
-        with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+        with connection(self.pool) as conn, conn.cursor(row_factory=dict_row) as cur:
             row: dict[str, Any] | None = cur.execute(
                 sql.SQL("SELECT * FROM {} WHERE id = %s").format(self.table), (job_id,)
             ).fetchone()
@@ -115,7 +117,7 @@ class JobQueue:
 
     def pending(self) -> int:
         """Jobs not finished yet (queued or running)."""
-        with self.pool.connection() as conn:
+        with connection(self.pool) as conn:
             row = conn.execute(sql.SQL("SELECT count(*) FROM {} WHERE status IN "
                                        "('queued', 'running')").format(self.table)).fetchone()
         return int(row[0]) if row else 0

@@ -32,7 +32,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 from ragline.catalog.ingest_state import Job
-from ragline.errors import ServiceUnavailable
+from ragline.errors import CatalogUnavailable, ServiceUnavailable
 from ragline.services.ingest import IngestService
 from ragline.services.ingest_stats import IngestStats, Progress
 from ragline.services.jobs import JobService, JobSpec
@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # psycopg is the postgres extra's; the catalog backend builds
 log = logging.getLogger(__name__)
 
 FINISHED = ("succeeded", "failed")
+RETRY_S = 5.0  # how long a worker waits before trying an unavailable catalog again
 
 
 def worker_name() -> str:
@@ -105,17 +106,23 @@ class QueuedJobService(JobService):
         self._idle.clear()
         try:
             while not self._stop.is_set():
-                self.queue.reap()
-                claim = self.queue.claim(self.worker)
-                if claim is None:
-                    if exit_when_idle and self.queue.pending() == 0:
-                        break
-                    self._stop.wait(self.poll_s)
-                    continue
-                self.pg.hold(claim)
-                log.info("claimed ingestion job %s (attempt %d)", claim.id, claim.attempt)
-                self.run(claim.id)
-                done += 1
+                try:
+                    self.queue.reap()
+                    claim = self.queue.claim(self.worker)
+                    if claim is None:
+                        if exit_when_idle and self.queue.pending() == 0:
+                            break
+                        self._stop.wait(self.poll_s)
+                        continue
+                    self.pg.hold(claim)
+                    log.info("claimed ingestion job %s (attempt %d)", claim.id, claim.attempt)
+                    self.run(claim.id)
+                    done += 1
+                except CatalogUnavailable as exc:  # PostgreSQL away: the worker waits it out
+                    # (a job it held keeps no lease now: another worker, or this one, will
+                    # take it again once the lease lapses)
+                    log.warning("%s; retrying in %.0f s", exc.message, RETRY_S)
+                    self._stop.wait(RETRY_S)
         finally:
             self._idle.set()
         return done
