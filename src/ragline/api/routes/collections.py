@@ -10,11 +10,20 @@ from fastapi.concurrency import run_in_threadpool
 
 from ragline.api.deps import RL, Caller
 from ragline.api.schemas import CollectionCreate, MetadataUpdate
+from ragline.api.schemas_out import (
+    CollectionCreated,
+    CollectionDeleted,
+    CollectionList,
+    CollectionOut,
+    CollectionUpdated,
+    ok,
+)
 
 router = APIRouter(tags=["collections"])
 
 
-@router.post("/collections", status_code=201)
+@router.post("/collections", status_code=201,
+             responses=ok(CollectionCreated, 201, "The collection, created."))
 def create_collection(body: CollectionCreate, rl: RL, caller: Caller) -> dict[str, Any]:
     view = rl.create_collection(caller, body.name, body.metadata, body.embedding_provider,
                                 body.embedding_model,
@@ -22,18 +31,18 @@ def create_collection(body: CollectionCreate, rl: RL, caller: Caller) -> dict[st
     return {"status": "created", **asdict(view)}
 
 
-@router.get("/collections")
+@router.get("/collections", responses=ok(CollectionList))
 def list_collections(rl: RL, caller: Caller) -> dict[str, Any]:
     items = [asdict(c) for c in rl.list_collections(caller)]
     return {"collections": items, "count": len(items)}
 
 
-@router.get("/collections/{name}")
+@router.get("/collections/{name}", responses=ok(CollectionOut))
 def get_collection(name: str, rl: RL, caller: Caller) -> dict[str, Any]:
     return asdict(rl.get_collection(caller, name))
 
 
-@router.put("/collections/{name}/metadata")
+@router.put("/collections/{name}/metadata", responses=ok(CollectionUpdated))
 def update_metadata(
     name: str, body: MetadataUpdate, rl: RL, caller: Caller,
     merge: bool = Query(False, description="Merge into the existing metadata instead of "
@@ -43,7 +52,7 @@ def update_metadata(
     return {"status": "updated", "mode": "merge" if merge else "replace", **asdict(view)}
 
 
-@router.delete("/collections/{name}")
+@router.delete("/collections/{name}", responses=ok(CollectionDeleted))
 async def delete_collection(name: str, rl: RL, caller: Caller) -> dict[str, Any]:
     deleted = await run_in_threadpool(rl.delete_collection, caller, name)
     return {"status": "deleted", "collection": deleted}

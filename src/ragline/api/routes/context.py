@@ -7,13 +7,14 @@ from typing import Any
 from fastapi import APIRouter, Query
 
 from ragline.api.deps import RL, Reader
+from ragline.api.schemas_out import ContextOut, LessonOut, ok
 
 router = APIRouter(tags=["context"])
 
 COLLECTION_HELP = "Collection (default: the configured default collection)."
 
 
-@router.get("/context/{chunk_id}")
+@router.get("/context/{chunk_id}", responses=ok(ContextOut))
 def context(chunk_id: str, rl: RL, caller: Reader,
             collection: str | None = Query(None, description=COLLECTION_HELP),
             window: int | None = Query(None, ge=1, le=20,
@@ -22,7 +23,7 @@ def context(chunk_id: str, rl: RL, caller: Reader,
     return rl.context(caller, chunk_id, collection, window)
 
 
-@router.get("/lesson/{parent_doc_id:path}")
+@router.get("/lesson/{parent_doc_id:path}", responses=ok(LessonOut))
 def lesson(parent_doc_id: str, rl: RL, caller: Reader,
            collection: str | None = Query(None, description=COLLECTION_HELP)) -> dict[str, Any]:
     return rl.lesson(caller, parent_doc_id, collection)

@@ -8,19 +8,27 @@ from fastapi import APIRouter, Query
 
 from ragline.api.deps import RL, Caller
 from ragline.api.schemas import DocumentList, DocumentOut, DocumentsAdd, DocumentsDelete
+from ragline.api.schemas_out import (
+    CollectionEmptied,
+    DocumentsAdded,
+    DocumentsDeleted,
+    MetadataValues,
+    ok,
+)
 from ragline.facade import DocumentInput
 
 router = APIRouter(tags=["documents"])
 
 
-@router.post("/collections/{name}/documents")
+@router.post("/collections/{name}/documents", responses=ok(DocumentsAdded))
 def add_documents(name: str, body: DocumentsAdd, rl: RL, caller: Caller) -> dict[str, Any]:
     docs = [DocumentInput(d.text, d.metadata, d.embedding, d.id) for d in body.documents or []]
     ids = rl.add_documents(caller, name, docs)
     return {"status": "success", "collection": name, "count": len(ids), "ids": ids}
 
 
-@router.get("/collections/{name}/documents", response_model=DocumentList)
+@router.get("/collections/{name}/documents", response_model=DocumentList,
+            responses=ok(DocumentList))
 def list_documents(
     name: str, rl: RL, caller: Caller,
     where: str | None = Query(None, description="JSON metadata filter"),
@@ -31,13 +39,13 @@ def list_documents(
     return {"documents": docs, "count": len(docs), "total": page.total}
 
 
-@router.delete("/collections/{name}/documents/all")
+@router.delete("/collections/{name}/documents/all", responses=ok(CollectionEmptied))
 def empty_collection(name: str, rl: RL, caller: Caller) -> dict[str, Any]:
     n = rl.empty_collection(caller, name)
     return {"status": "emptied", "collection": name, "count_deleted": n}
 
 
-@router.delete("/collections/{name}/documents")
+@router.delete("/collections/{name}/documents", responses=ok(DocumentsDeleted))
 def delete_documents(
     name: str, body: DocumentsDelete, rl: RL, caller: Caller
 ) -> dict[str, Any]:
@@ -45,13 +53,13 @@ def delete_documents(
     return {"status": "deleted", "collection": name, "count_deleted": n}
 
 
-@router.get("/collections/{name}/documents/{doc_id:path}")
+@router.get("/collections/{name}/documents/{doc_id:path}", responses=ok(DocumentOut))
 def get_document(name: str, doc_id: str, rl: RL, caller: Caller) -> dict[str, Any]:
     rec = rl.get_document(caller, name, doc_id)
     return {"id": rec.id, "text": rec.text, "metadata": rec.metadata}
 
 
-@router.get("/collections/{name}/metadata-values")
+@router.get("/collections/{name}/metadata-values", responses=ok(MetadataValues))
 def metadata_values(
     name: str, rl: RL, caller: Caller, field: str | None = Query(None)
 ) -> dict[str, Any]:
