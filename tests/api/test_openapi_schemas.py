@@ -106,6 +106,12 @@ def test_every_operation_shows_a_valid_example(doc: dict[str, Any]) -> None:
     assert not problems, "\n".join(problems)
 
 
+def test_every_operation_is_described(doc: dict[str, Any]) -> None:
+    missing = [f"{m.upper()} {p}" for p, m, op in operations(doc)
+               if len(op.get("description", "")) < 20]
+    assert not missing, missing
+
+
 def test_hardening_statuses_are_documented(doc: dict[str, Any]) -> None:
     for path, method, op in operations(doc):
         responses = op["responses"]

@@ -32,5 +32,7 @@ class ChecklistBody(BaseModel):
 
 @router.post("/api/checklists", responses=ok(ChecklistOut))
 async def checklist(body: ChecklistBody, rl: RL, caller: Caller) -> dict[str, Any]:
+    """Spec 003: a troubleshooting checklist for an enriched alert, grounded in the
+    collection's runbooks (boosted by the alert's tags and shape)."""
     context = body.model_dump(exclude={"collection", "top_k"})
     return await rl.checklist(caller, context, collection=body.collection, top_k=body.top_k)

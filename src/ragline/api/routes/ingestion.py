@@ -50,6 +50,8 @@ class TriggerBody(BaseModel):
 @router.post("/ingestion/trigger", status_code=202,
              responses=ok(JobAccepted, 202, "Queued; poll /ingestion/status/{job_id}."))
 def trigger(body: TriggerBody, rl: RL, caller: Caller) -> dict[str, Any]:
+    """Ingest a directory on the server (admin keys; only under
+    ``RAGLINE_INGEST_ALLOWED_ROOTS``) as a background job: incremental, full or recreate."""
     job = rl.ingest(caller, IngestSource("directory", body.collection, path=body.path,
                                          mode=body.mode, paths=body.paths)).job
     assert job is not None  # directories always become jobs
@@ -60,18 +62,22 @@ def trigger(body: TriggerBody, rl: RL, caller: Caller) -> dict[str, Any]:
 @router.get("/ingestion/status", responses=ok(JobList))
 def recent_jobs(rl: RL, caller: Caller, limit: int = Query(20, ge=1, le=200),
                 collection: str | None = None) -> dict[str, Any]:
+    """Recent ingestion jobs of the caller's tenant (every tenant's for an admin naming
+    none), newest first."""
     jobs = [job_view(j) for j in rl.jobs(caller, limit, collection)]
     return {"jobs": jobs, "count": len(jobs)}
 
 
 @router.get("/ingestion/status/{job_id}", responses=ok(JobOut))
 def job_status(job_id: str, rl: RL, caller: Caller) -> dict[str, Any]:
+    """One job with its counters, warnings and progress (rate, ETA)."""
     return job_view(rl.job(caller, job_id))
 
 
 @router.post("/ingestion/jobs/{job_id}/rerun", status_code=202,
              responses=ok(JobRerun, 202, "A new job with the same source and mode."))
 def rerun(job_id: str, rl: RL, caller: Caller) -> dict[str, Any]:
+    """Queue a new job with the same source, paths and mode as a finished one."""
     job = rl.rerun_job(caller, job_id)
     return {"job_id": job.id, "status": job.status, "rerun_of": job_id}
 

@@ -74,6 +74,8 @@ def _render(outcome: IngestOutcome) -> JSONResponse:
 @router.post("/upload", status_code=201, responses=RESPONSES, openapi_extra=UPLOAD_BODY)
 async def upload(request: Request, rl: RL, caller: Caller,
                  collection: str | None = COLLECTION) -> JSONResponse:
+    """Ingest one uploaded file (``documentFile``, multipart) into the caller's tenant:
+    processed at once (201) or, above ``ingest_sync_max_bytes``, as a job (202)."""
     with rl.upload_slot():  # bounded concurrent uploads: 429 beyond (issue 10)
         return await _upload(request, rl, caller, collection)
 
@@ -99,6 +101,8 @@ async def _upload(request: Request, rl: Ragline, caller: Principal,
 @router.post("/url", status_code=201, responses=RESPONSES)
 async def from_url(body: UrlBody, rl: RL, caller: Caller,
                    collection: str | None = COLLECTION) -> JSONResponse:
+    """Fetch a public web page (SSRF-guarded, size- and time-limited) and ingest it
+    into the caller's tenant."""
     src = IngestSource("url", collection, url=body.url)
     return _render(await rl.ingest_async(caller, src))  # the fetch holds no worker thread
 
@@ -106,5 +110,7 @@ async def from_url(body: UrlBody, rl: RL, caller: Caller,
 @router.post("/text", status_code=201, responses=RESPONSES)
 async def from_text(body: TextBody, rl: RL, caller: Caller,
                     collection: str | None = COLLECTION) -> JSONResponse:
+    """Ingest a text (Markdown allowed) into the caller's tenant; the same text again is
+    reported ``unchanged``."""
     src = IngestSource("text", collection, text=body.text, title=body.title)
     return _render(await run_in_threadpool(rl.ingest, caller, src))
