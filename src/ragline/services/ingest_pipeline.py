@@ -275,6 +275,10 @@ class Pipeline:
             self._pending = self._writer.submit(self._write, group)
 
     def _write(self, group: list[Prepared]) -> None:
+        with self.state.writing(self.t.info.name, self.t.tenant):
+            self._write_locked(group)
+
+    def _write_locked(self, group: list[Prepared]) -> None:
         records = [r for p in group for r in p.records]
         # 507 before the store is touched (issue 10); the run stops here and the next
         # run repairs, as after a crash
@@ -310,9 +314,14 @@ class Pipeline:
                 self._writer.shutdown(wait=True)
 
     def delete_source(self, old: SourceState) -> None:
-        """Remove a source that disappeared: its chunks first, its state row last."""
-        n = self.store.delete_ids(self.shard, self.t.tenant, old.chunk_ids)
-        n += self.store.delete_where(self.shard, self.t.tenant,
-                                     Eq("parent_doc_id", old.source_id))
-        self.stats.chunks_deleted += n
-        self.state.drop(self.t.info.name, self.shard, self.t.tenant, [old.source_id])
+        """Remove a source: mark its row modified, delete its chunks, drop the row. A crash
+        in between leaves a row that is never "unchanged" (its file gone, or its chunks):
+        the next run, a re-upload or ``ragline verify --repair`` finishes the job."""
+        name, tenant = self.t.info.name, self.t.tenant
+        with self.state.writing(name, tenant):
+            self.state.mark_modified(name, self.shard, tenant, [old.source_id])
+            n = self.store.delete_ids(self.shard, self.t.tenant, old.chunk_ids)
+            n += self.store.delete_where(self.shard, self.t.tenant,
+                                         Eq("parent_doc_id", old.source_id))
+            self.stats.chunks_deleted += n
+            self.state.drop(name, self.shard, tenant, [old.source_id])
