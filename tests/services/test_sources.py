@@ -286,3 +286,25 @@ def test_a_missing_root_sharing_nothing_with_the_tree_is_left_alone(
     assert len(rl.list_sources(rl.owner(), "book")[0]) == 7
     notices = [f for f in rl.verify(rl.owner()).findings if f.kind == "missing_root"]
     assert [f.count for f in notices] == [6] and rl.verify(rl.owner()).ok
+
+
+def test_a_crash_before_an_updates_commit_never_makes_the_old_bytes_unchanged(
+        rl: Ragline, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Upload v1, upload v2 dies after its stale delete (before the state commit), then
+    re-send v1: the row still carries v1's hash, so it must not answer "unchanged"."""
+    v1 = upload(rl, "note.md", NOTE)
+    v2_text = NOTE.replace("Paragraph 3 ", "Changed paragraph 3 ").replace(
+        "Paragraph 30 ", "Changed paragraph 30 ")
+
+    def die(*a: Any, **k: Any) -> None:
+        raise Boom("killed before the commit")
+    monkeypatch.setattr(rl.services.ingest_state, "commit", die)
+    with pytest.raises(Boom):
+        upload(rl, "note.md", v2_text)
+    monkeypatch.undo()
+    assert rl.get_source(rl.owner(), "book", "upload/note.md").state == "modified"
+    again = upload(rl, "note.md", NOTE)
+    assert not again.unchanged
+    chunks = by_parent(stored(rl))["upload/note.md"]
+    assert len(chunks) == v1.chunks and all("Changed" not in r.text for r in chunks)
+    assert rl.verify(rl.owner()).findings == []

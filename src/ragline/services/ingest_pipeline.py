@@ -13,6 +13,10 @@ writes is what makes every crash repairable by the next run:
    written by a run that crashed before updating the state.
 4. ``commit``: the state row gets the new hash and chunk ids, last.
 
+Before step 3 deletes chunks that an existing row lists, that row is marked
+``modified``, so at every moment a clean row's chunks are all in the store: a
+crash between 3 and 4 can never make a re-upload of the old bytes "unchanged".
+
 A crash between any two steps leaves searchable chunks (old, new, or both for
 a moment) and a state that still says "changed", so the next run redoes the
 source. Embeddings of chunks whose text did not change are reused from the
@@ -287,9 +291,18 @@ class Pipeline:
                                      for r in records if r.embedding is not None))
         for start in range(0, len(records), UPSERT_BATCH):
             self.store.upsert(self.shard, records[start:start + UPSERT_BATCH])
+        stale_of: list[set[str]] = []
         for p in group:
+            stale_of.append((set(p.old_ids) | self.stored_ids(p.state.source_id))
+                            - set(p.state.chunk_ids))
+        # a row about to lose chunks it lists is never "unchanged" until the commit below
+        # (a crash in between: a re-upload of the old bytes must not answer unchanged)
+        losing = [p.state.source_id for p, stale in zip(group, stale_of, strict=True)
+                  if stale & set(p.old_ids)]
+        if losing:
+            self.state.mark_modified(self.t.info.name, self.shard, self.t.tenant, losing)
+        for p, stale in zip(group, stale_of, strict=True):
             new = set(p.state.chunk_ids)
-            stale = (set(p.old_ids) | self.stored_ids(p.state.source_id)) - new
             if stale:
                 self.stats.chunks_deleted += self.store.delete_ids(
                     self.shard, self.t.tenant, sorted(stale))
