@@ -198,6 +198,21 @@ class IngestState:
             (collection, shard, tenant)).fetchall()
         return {r["source_id"]: self._row(r) for r in rows}
 
+    def some(self, collection: str, shard: str, tenant: str,
+             source_ids: set[str]) -> dict[str, SourceState]:
+        """The rows of these sources (those that exist)."""
+        out: dict[str, SourceState] = {}
+        ids = sorted(source_ids)
+        db = self.catalog.read()
+        for start in range(0, len(ids), 500):
+            part = ids[start:start + 500]
+            rows = db.execute(
+                "SELECT * FROM ingest_sources WHERE collection=? AND shard=? AND tenant=? "
+                f"AND source_id IN ({','.join('?' * len(part))})",
+                (collection, shard, tenant, *part)).fetchall()
+            out.update({r["source_id"]: self._row(r) for r in rows})
+        return out
+
     def source(self, collection: str, shard: str, tenant: str,
                source_id: str) -> SourceState | None:
         row = self.catalog.read().execute(

@@ -138,9 +138,7 @@ class SourceService:
         with self.state.writing(info.name, tenant):
             info = self._shard(collection)  # the shard an empty may have swapped
             touched = self._touched(info, tenant, ids, where)
-            before = {sid: s for sid, s in self.state.sources(info.name, info.shard,
-                                                              tenant).items()
-                      if sid in touched}
+            before = self.state.some(info.name, info.shard, tenant, touched)
             self.state.mark_modified(info.name, info.shard, tenant, sorted(before))
             n = self.documents.delete(collection, tenant, ids, where)
             self._settle(info, tenant, before)
