@@ -198,6 +198,12 @@ class IngestState:
             (collection, shard, tenant)).fetchall()
         return {r["source_id"]: self._row(r) for r in rows}
 
+    def any(self, collection: str, shard: str, tenant: str) -> bool:
+        """Whether the tenant has any source in this shard (one indexed lookup)."""
+        return self.catalog.read().execute(
+            "SELECT 1 FROM ingest_sources WHERE collection=? AND shard=? AND tenant=? LIMIT 1",
+            (collection, shard, tenant)).fetchone() is not None
+
     def some(self, collection: str, shard: str, tenant: str,
              source_ids: set[str]) -> dict[str, SourceState]:
         """The rows of these sources (those that exist)."""

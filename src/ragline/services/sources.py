@@ -137,8 +137,12 @@ class SourceService:
             return self.documents.delete(collection, tenant, ids, where)
         with self.state.writing(info.name, tenant):
             info = self._shard(collection)  # the shard an empty may have swapped
+            if not self.state.any(info.name, info.shard, tenant):  # nothing ingested here
+                return self.documents.delete(collection, tenant, ids, where)
             touched = self._touched(info, tenant, ids, where)
             before = self.state.some(info.name, info.shard, tenant, touched)
+            if not before:  # no ingested source involved: nothing to keep in step
+                return self.documents.delete(collection, tenant, ids, where)
             self.state.mark_modified(info.name, info.shard, tenant, sorted(before))
             n = self.documents.delete(collection, tenant, ids, where)
             self._settle(info, tenant, before)
