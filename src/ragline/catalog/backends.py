@@ -89,7 +89,7 @@ def _open_postgres(settings: Settings) -> CatalogTables:
         raise
     queue = JobQueue(pool, o.db_schema, lease_s=o.job_lease_s)
     return CatalogTables(
-        collections=catalog, sources=PgIngestState(pool, o.db_schema),
+        collections=catalog, sources=PgIngestState(pool, o.db_schema, dsn),
         jobs=PgJobTable(queue, o.db_schema, o.job_max_attempts),
         keys=PgKeyTable(pool, o.db_schema), conversations=PgConversationTable(pool, o.db_schema),
         deliveries=PgDeliveries(pool, o.db_schema), close=pool.close, queue=queue)

@@ -18,21 +18,26 @@ from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
+import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
-from ragline.catalog.ingest_state import COUNTERS, Job, SourceState
+from ragline.catalog.ingest_state import COUNTERS, Job, SourceState, StateRow
 from ragline.catalog.pg_pool import connection
 from ragline.catalog.pg_queue import Claim, JobQueue
 from ragline.catalog.sqlite import now_iso
+from ragline.errors import CatalogUnavailable
 
 _INSERT = ("INSERT INTO {} (collection, shard, tenant, source_id, origin, source_path, "
-           "source_hash, fingerprint, chunk_ids, updated_at) VALUES ")
+           "source_hash, fingerprint, chunk_ids, updated_at, status, created_at) VALUES ")
+_KEY = "collection = %s AND shard = %s AND tenant = %s"
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -40,75 +45,176 @@ def _iso(value: datetime | None) -> str | None:
 
 
 class PgIngestState:
-    """``ingest_sources`` rows; every write is one transaction."""
+    """``ingest_sources`` rows; every write is one transaction.
 
-    def __init__(self, pool: ConnectionPool[Any], schema: str) -> None:
+    :meth:`writing` orders the writes of one (collection, tenant) as the SQLite
+    state's lock does, and across processes: an in-process re-entrant lock, and
+    around the outermost hold a PostgreSQL advisory lock on a connection of its own
+    (released by the server if the process dies).
+    """
+
+    def __init__(self, pool: ConnectionPool[Any], schema: str, dsn: str) -> None:
         self.pool = pool
+        self.schema = schema
+        self.dsn = dsn
         self.table = sql.Identifier(schema, "ingest_sources")
+        self._locks: dict[tuple[str, str], threading.RLock] = {}
+        self._depth: dict[tuple[str, str], int] = {}
+        self._guard = threading.Lock()
+
+    @contextmanager
+    def writing(self, collection: str, tenant: str) -> Iterator[None]:
+        key = (collection, tenant)
+        with self._guard:
+            lock = self._locks.setdefault(key, threading.RLock())
+        with lock:
+            outer = self._depth.get(key, 0) == 0
+            self._depth[key] = self._depth.get(key, 0) + 1
+            try:
+                if not outer:
+                    yield
+                    return
+                name = f"ragline-write:{self.schema}:{collection}:{tenant}"
+                try:
+                    conn = psycopg.connect(self.dsn, autocommit=True)
+                except psycopg.OperationalError as exc:
+                    raise CatalogUnavailable("the PostgreSQL catalog is unavailable "
+                                             f"({type(exc).__name__})") from None
+                with conn:
+                    conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (name,))
+                    yield  # closing the connection releases the lock
+            finally:
+                self._depth[key] -= 1
 
     @staticmethod
     def _row(row: dict[str, Any]) -> SourceState:
         return SourceState(row["source_id"], row["origin"], row["source_path"],
                            row["source_hash"], list(row["chunk_ids"]), row["fingerprint"],
-                           row["updated_at"])
+                           row["updated_at"], row["status"],
+                           row["created_at"] or row["updated_at"])
 
-    def _select(self, where: str, params: tuple[Any, ...]) -> list[SourceState]:
+    def _select(self, where: str, params: tuple[Any, ...],
+                tail: str = "") -> list[dict[str, Any]]:
         with connection(self.pool) as conn, conn.cursor(row_factory=dict_row) as cur:
-            rows = cur.execute(sql.SQL("SELECT * FROM {} WHERE " + where).format(self.table),
-                               params).fetchall()
-        return [self._row(r) for r in rows]
+            rows: list[dict[str, Any]] = cur.execute(
+                sql.SQL("SELECT * FROM {} WHERE " + where + tail).format(self.table),
+                params).fetchall()
+        return rows
+
+    def _many(self, stmt: str, params: list[tuple[Any, ...]]) -> None:
+        if not params:
+            return
+        with connection(self.pool) as conn, conn.cursor() as cur:
+            cur.executemany(sql.SQL(stmt).format(self.table), params)
+
+    def page(self, collection: str, shard: str, tenant: str, limit: int,
+             offset: int) -> tuple[list[SourceState], int]:
+        """Sources ordered by id, and how many there are in all."""
+        key = (collection, shard, tenant)
+        with connection(self.pool) as conn:
+            row = conn.execute(sql.SQL("SELECT count(*) FROM {} WHERE " + _KEY).format(
+                self.table), key).fetchone()
+        rows = self._select(_KEY, (*key, limit, offset),
+                            " ORDER BY source_id LIMIT %s OFFSET %s")
+        return [self._row(r) for r in rows], int(row[0]) if row else 0
+
+    def rows(self) -> list[StateRow]:
+        rows = self._select("TRUE", (), " ORDER BY collection, tenant, source_id")
+        return [StateRow(r["collection"], r["shard"], r["tenant"], self._row(r)) for r in rows]
 
     def sources(self, collection: str, shard: str, tenant: str) -> dict[str, SourceState]:
-        rows = self._select("collection = %s AND shard = %s AND tenant = %s",
-                            (collection, shard, tenant))
-        return {r.source_id: r for r in rows}
+        rows = self._select(_KEY, (collection, shard, tenant))
+        return {r["source_id"]: self._row(r) for r in rows}
+
+    def any(self, collection: str, shard: str, tenant: str) -> bool:
+        return bool(self._select(_KEY, (collection, shard, tenant), " LIMIT 1"))
+
+    def some(self, collection: str, shard: str, tenant: str,
+             source_ids: set[str]) -> dict[str, SourceState]:
+        rows = self._select(_KEY + " AND source_id = ANY(%s)",
+                            (collection, shard, tenant, sorted(source_ids)))
+        return {r["source_id"]: self._row(r) for r in rows}
 
     def source(self, collection: str, shard: str, tenant: str,
                source_id: str) -> SourceState | None:
-        rows = self._select("collection = %s AND shard = %s AND tenant = %s AND source_id = %s",
-                            (collection, shard, tenant, source_id))
-        return rows[0] if rows else None
+        rows = self._select(_KEY + " AND source_id = %s", (collection, shard, tenant, source_id))
+        return self._row(rows[0]) if rows else None
 
     def begin(self, collection: str, shard: str, tenant: str,
               entries: list[SourceState]) -> None:
         """First writes in flight (``source_hash`` NULL); existing rows are left alone."""
         ts = now_iso()
-        with connection(self.pool) as conn, conn.cursor() as cur:
-            cur.executemany(sql.SQL(
-                _INSERT + "(%s, %s, %s, %s, %s, %s, NULL, '', '[]', %s) ON CONFLICT DO NOTHING"
-            ).format(self.table), [(collection, shard, tenant, e.source_id, e.origin,
-                                    e.source_path, ts) for e in entries])
+        self._many(_INSERT + "(%s, %s, %s, %s, %s, %s, NULL, '', '[]', %s, 'ok', %s) "
+                   "ON CONFLICT DO NOTHING",
+                   [(collection, shard, tenant, e.source_id, e.origin, e.source_path, ts, ts)
+                    for e in entries])
 
     def commit(self, collection: str, shard: str, tenant: str,
                entries: list[SourceState]) -> None:
+        """Clean rows again after the write (the first ``created_at`` is kept)."""
         ts = now_iso()
-        with connection(self.pool) as conn, conn.cursor() as cur:
-            cur.executemany(sql.SQL(
-                _INSERT + "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-                "ON CONFLICT (collection, shard, tenant, source_id) DO UPDATE SET "
-                "origin = EXCLUDED.origin, source_path = EXCLUDED.source_path, "
-                "source_hash = EXCLUDED.source_hash, fingerprint = EXCLUDED.fingerprint, "
-                "chunk_ids = EXCLUDED.chunk_ids, updated_at = EXCLUDED.updated_at"
-            ).format(self.table), [(collection, shard, tenant, e.source_id, e.origin,
-                                    e.source_path, e.source_hash, e.fingerprint,
-                                    Jsonb(e.chunk_ids), ts) for e in entries])
+        self._many(_INSERT + "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 'ok', %s) "
+                   "ON CONFLICT (collection, shard, tenant, source_id) DO UPDATE SET "
+                   "origin = EXCLUDED.origin, source_path = EXCLUDED.source_path, "
+                   "source_hash = EXCLUDED.source_hash, fingerprint = EXCLUDED.fingerprint, "
+                   "chunk_ids = EXCLUDED.chunk_ids, updated_at = EXCLUDED.updated_at, "
+                   "status = 'ok'",
+                   [(collection, shard, tenant, e.source_id, e.origin, e.source_path,
+                     e.source_hash, e.fingerprint, Jsonb(e.chunk_ids), ts, ts)
+                    for e in entries])
+
+    def retag(self, collection: str, shard: str, tenant: str, source_ids: list[str],
+              origin: str) -> None:
+        self._many("UPDATE {} SET origin = %s WHERE " + _KEY + " AND source_id = %s",
+                   [(origin, collection, shard, tenant, s) for s in source_ids])
+
+    def mark_modified(self, collection: str, shard: str, tenant: str,
+                      source_ids: list[str]) -> None:
+        ts = now_iso()
+        self._many("UPDATE {} SET status = 'modified', updated_at = %s WHERE " + _KEY +
+                   " AND source_id = %s AND source_hash IS NOT NULL",
+                   [(ts, collection, shard, tenant, s) for s in source_ids])
+
+    def unmark(self, collection: str, shard: str, tenant: str, source_ids: list[str]) -> None:
+        self._many("UPDATE {} SET status = 'ok' WHERE " + _KEY + " AND source_id = %s",
+                   [(collection, shard, tenant, s) for s in source_ids])
+
+    def settle(self, collection: str, shard: str, tenant: str,
+               remaining: dict[str, list[str]]) -> None:
+        """Each source lists the chunks it has left; one with none left loses its row."""
+        ts = now_iso()
+        with connection(self.pool) as conn, conn.transaction():
+            for source_id, ids in remaining.items():
+                key = (collection, shard, tenant, source_id)
+                if ids:
+                    conn.execute(sql.SQL("UPDATE {} SET chunk_ids = %s, updated_at = %s, "
+                                         "status = 'modified' WHERE " + _KEY +
+                                         " AND source_id = %s").format(self.table),
+                                 (Jsonb(ids), ts, *key))
+                else:
+                    conn.execute(sql.SQL("DELETE FROM {} WHERE " + _KEY +
+                                         " AND source_id = %s").format(self.table), key)
+
+    def drop_tenant(self, collection: str, shard: str, tenant: str) -> int:
+        with connection(self.pool) as conn:
+            return int(conn.execute(sql.SQL("DELETE FROM {} WHERE " + _KEY).format(
+                self.table), (collection, shard, tenant)).rowcount)
+
+    def drop_rows(self, rows: list[StateRow]) -> None:
+        self._many("DELETE FROM {} WHERE " + _KEY + " AND source_id = %s",
+                   [(r.collection, r.shard, r.tenant, r.source.source_id) for r in rows])
 
     def drop(self, collection: str, shard: str, tenant: str, source_ids: list[str]) -> None:
-        with connection(self.pool) as conn:
-            conn.execute(sql.SQL("DELETE FROM {} WHERE collection = %s AND shard = %s AND "
-                                 "tenant = %s AND source_id = ANY(%s)").format(self.table),
-                         (collection, shard, tenant, source_ids))
+        self._many("DELETE FROM {} WHERE " + _KEY + " AND source_id = %s",
+                   [(collection, shard, tenant, s) for s in source_ids])
 
     def purge_stale(self, live: dict[str, str]) -> int:
         """Delete rows of shards that are no longer a collection's current shard."""
         with connection(self.pool) as conn:
             rows = conn.execute(sql.SQL("SELECT DISTINCT collection, shard FROM {}").format(
                 self.table)).fetchall()
-            stale = [(c, s) for c, s in rows if live.get(c) != s]
-            if stale:
-                with conn.cursor() as cur:
-                    cur.executemany(sql.SQL("DELETE FROM {} WHERE collection = %s AND "
-                                            "shard = %s").format(self.table), stale)
+        stale = [(c, sh) for c, sh in rows if live.get(c) != sh]
+        self._many("DELETE FROM {} WHERE collection = %s AND shard = %s", stale)
         return len(stale)
 
 

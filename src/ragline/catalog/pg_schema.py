@@ -64,6 +64,12 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "CREATE TABLE {s}.webhook_deliveries (delivery_id text PRIMARY KEY, "
         "received_at float8 NOT NULL)",
     ]),
+    (4, "ingestion state rows get a status (ok/modified) and a first-ingested time, as in "
+        "the SQLite catalog", [
+        "ALTER TABLE {s}.ingest_sources ADD COLUMN status text NOT NULL DEFAULT 'ok', "
+        "ADD COLUMN created_at text NOT NULL DEFAULT ''",
+        "UPDATE {s}.ingest_sources SET created_at = updated_at",
+    ]),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

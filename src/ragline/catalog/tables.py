@@ -11,10 +11,11 @@ connection type into a service.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from ragline.catalog.conversations import Conversation, Message
-from ragline.catalog.ingest_state import Job, SourceState
+from ragline.catalog.ingest_state import Job, SourceState, StateRow
 from ragline.catalog.keys import KeyRecord
 from ragline.core.types import CollectionInfo
 
@@ -53,7 +54,21 @@ class CollectionCatalog(Protocol):
 class SourceStates(Protocol):
     """Per-source ingestion state (``IngestState``, ``PgIngestState``)."""
 
+    def writing(self, collection: str, tenant: str) -> AbstractContextManager[None]:
+        """The write lock of (collection, tenant): ingestion writes and deletes that
+        touch state never interleave (across processes too, on PostgreSQL)."""
+
+    def page(self, collection: str, shard: str, tenant: str, limit: int,
+             offset: int) -> tuple[list[SourceState], int]: ...
+
+    def rows(self) -> list[StateRow]: ...
+
     def sources(self, collection: str, shard: str, tenant: str) -> dict[str, SourceState]: ...
+
+    def any(self, collection: str, shard: str, tenant: str) -> bool: ...
+
+    def some(self, collection: str, shard: str, tenant: str,
+             source_ids: set[str]) -> dict[str, SourceState]: ...
 
     def source(self, collection: str, shard: str, tenant: str,
                source_id: str) -> SourceState | None: ...
@@ -63,6 +78,22 @@ class SourceStates(Protocol):
 
     def commit(self, collection: str, shard: str, tenant: str,
                entries: list[SourceState]) -> None: ...
+
+    def retag(self, collection: str, shard: str, tenant: str, source_ids: list[str],
+              origin: str) -> None: ...
+
+    def mark_modified(self, collection: str, shard: str, tenant: str,
+                      source_ids: list[str]) -> None: ...
+
+    def unmark(self, collection: str, shard: str, tenant: str,
+               source_ids: list[str]) -> None: ...
+
+    def settle(self, collection: str, shard: str, tenant: str,
+               remaining: dict[str, list[str]]) -> None: ...
+
+    def drop_tenant(self, collection: str, shard: str, tenant: str) -> int: ...
+
+    def drop_rows(self, rows: list[StateRow]) -> None: ...
 
     def drop(self, collection: str, shard: str, tenant: str, source_ids: list[str]) -> None: ...
 
