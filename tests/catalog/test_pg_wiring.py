@@ -199,3 +199,51 @@ def test_a_lost_catalog_is_a_503_not_a_crash(tmp_path: Path, dsn: str) -> None:
         assert err.value.status == 503 and "PoolClosed" in err.value.message
     finally:
         rl.close()
+
+
+def test_sources_and_verify_on_the_shared_catalog(pair: tuple[Ragline, Ragline],
+                                                  tmp_path: Path) -> None:
+    """main's sources API and `ragline verify` read and write the PostgreSQL state."""
+    api, worker = pair
+    me = api.owner()
+    job = api.ingest(me, IngestSource("directory", path=str(copy_book(tmp_path)))).job
+    assert job is not None
+    worker.work(worker.owner(), exit_when_idle=True)
+    assert api.wait_for_job(me, job.id, timeout=10).status == "succeeded"
+    sources, total = api.list_sources(me, "book")
+    assert total == 6 and all(s.state == "ingested" and s.chunk_count > 0 for s in sources)
+    gone = sources[0]
+    assert worker.delete_source(me, "book", gone.source_id) == gone.chunk_count
+    assert api.list_sources(me, "book")[1] == 5
+    report = api.verify(me)
+    assert report.sources == 5 and report.problems == []
+    # the next run writes the deleted source again (its state is gone, not "unchanged")
+    again = api.ingest(me, IngestSource("directory", path=str(tmp_path / "book"))).job
+    assert again is not None
+    worker.work(worker.owner(), exit_when_idle=True)
+    rerun = api.wait_for_job(me, again.id, timeout=10)
+    assert (rerun.counters["files_changed"], rerun.counters["files_skipped"]) == (1, 5)
+
+
+def test_the_write_lock_holds_across_processes(pair: tuple[Ragline, Ragline]) -> None:
+    a, b = pair
+    order: list[str] = []
+    held = threading.Event()
+
+    def first() -> None:
+        with a.services.ingest_state.writing("book", "default"):
+            held.set()
+            order.append("a in")
+            threading.Event().wait(0.5)
+            order.append("a out")
+
+    t = threading.Thread(target=first)
+    t.start()
+    held.wait(5)
+    with b.services.ingest_state.writing("book", "default"):  # another "process"
+        order.append("b in")
+    t.join()
+    assert order == ["a in", "a out", "b in"]
+    with b.services.ingest_state.writing("book", "other"):  # another tenant: no wait
+        with b.services.ingest_state.writing("book", "other"):  # re-entrant
+            pass
