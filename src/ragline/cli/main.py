@@ -112,7 +112,7 @@ def serve(
         "--cors-origin", metavar="URL",
         help="Origin allowed by CORS (repeat; default: CORS off).")] = None,
     workers: Annotated[int, typer.Option(
-        min=1, metavar="N", help="API processes on the one port (N > 1 needs "
+        metavar="N", help="API processes on the one port (N > 1 needs "
         "RAGLINE_CATALOG=postgres and a server store; docs/scaling.md).")] = 1,
 ) -> None:
     """Serve the HTTP API (embedded store, nothing else to start)."""
@@ -145,6 +145,9 @@ def serve(
                        "on, or set RAGLINE_AUTH_OFF_I_UNDERSTAND=1.", err=True)
             raise typer.Exit(1)
         log.warning("RAGLINE_AUTH=off: every caller is an admin of the default tenant")
+    if workers < 1:
+        typer.echo("--workers must be at least 1", err=True)
+        raise typer.Exit(2)
     if workers > 1 and not settings.shared_catalog:
         typer.echo("--workers N > 1 needs a catalog the processes share: set "
                    "RAGLINE_CATALOG=postgres and a server store (docs/scaling.md)", err=True)
