@@ -138,7 +138,6 @@ def fused_bert_graph(config: dict[str, Any], w: dict[str, np.ndarray]) -> onnx.M
     Tensor and node names follow the recipe-2 export, so the int8 graph that
     ``quantize_dynamic`` derives from this one has the same names too.
     """
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     hidden = int(config["hidden_size"])
@@ -308,9 +307,9 @@ def reference_embed(
 def min_cosine(src: Path, out: Path, config: dict[str, Any], w: dict[str, np.ndarray]) -> float:
     """Compare the shipped runtime (int8 + fp32 graphs) with the numpy fp32 reference."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-    from ragline.providers.embedders.local_onnx import LocalOnnxEmbedder
-
     from tokenizers import Tokenizer
+
+    from ragline.providers.embedders.local_onnx import LocalOnnxEmbedder
 
     got = np.asarray(LocalOnnxEmbedder(model=str(out)).embed(CHECK_SENTENCES), dtype=np.float64)
     tok = Tokenizer.from_file(str(out / "tokenizer.json"))
