@@ -6,31 +6,21 @@ the same settings, facade and MCP server, with the model handed to the facade.
 
     python -m tests.mcp_server.scripted_stdio --data-dir DIR [--api-key KEY]
 
-The answer the model gives is ``Answer from: <titles>``, the titles of the
-documents the chat service put into its prompt, so a test can see that the
-retrieved context reached the model.
+The model is ``ragline.testing.scripted_llm.citing_model()``: it answers
+``Answer from: <titles>``, the titles of the documents the chat service put into
+its prompt, so a test can see that the retrieved context reached the model.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
 from ragline.api.mcp_server.auth import stdio_principal
 from ragline.api.mcp_server.server import build_server
 from ragline.facade import Ragline
-from ragline.providers.llms.base import Message
 from ragline.settings import Settings
-from ragline.testing.scripted_llm import ScriptedChatModel
-
-TOOL_DECISION = "tool_name"  # the tool-choice prompt asks for {"tool_name": ...}
-
-
-def answer_from_context(messages: list[Message]) -> str:
-    prompt = "\n".join(m["content"] for m in messages)
-    titles = re.findall(r"Document \(Source: [^,]*, Title: ([^,]+),", prompt)
-    return "Answer from: " + (", ".join(titles) if titles else "no documents")
+from ragline.testing.scripted_llm import citing_model
 
 
 def main() -> None:
@@ -38,8 +28,7 @@ def main() -> None:
     ap.add_argument("--data-dir", type=Path, required=True)
     ap.add_argument("--api-key", default=None)
     args = ap.parse_args()
-    llm = ScriptedChatModel(default=answer_from_context,
-                            rules={TOOL_DECISION: '{"tool_name": "none"}'})
+    llm = citing_model()
     with Ragline(Settings(data_dir=args.data_dir, _env_file=None),  # type: ignore[call-arg]
                  llm=llm) as rl:
         build_server(lambda: rl, stdio_principal(rl, args.api_key)).run("stdio")

@@ -34,9 +34,8 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from ragline.api.app import create_app  # noqa: E402
 from ragline.facade import Ragline  # noqa: E402
 from ragline.settings import Settings  # noqa: E402
-from ragline.testing.scripted_llm import ScriptedChatModel  # noqa: E402
+from ragline.testing.scripted_llm import ScriptedChatModel, citing_model  # noqa: E402
 from ragline.testing.server import serve_in_thread  # noqa: E402
-from tests.mcp_server.scripted_stdio import TOOL_DECISION, answer_from_context  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 ROVER = ("The rover's wheels are made of aluminium and each wheel has its own motor, "
@@ -57,8 +56,7 @@ def error_text(result: Any) -> str:
 
 @pytest.fixture(scope="module")
 def llm() -> ScriptedChatModel:
-    return ScriptedChatModel(default=answer_from_context,
-                             rules={TOOL_DECISION: '{"tool_name": "none"}'})
+    return citing_model()
 
 
 @pytest.fixture(scope="module")
