@@ -45,7 +45,7 @@ def scripted_openai_server(llm: ScriptedChatModel) -> Iterator[str]:
             json_mode = (body.get("response_format") or {}).get("type") == "json_object"
             model = str(body.get("model", llm.model))
             try:
-                text = asyncio.run(llm.complete(messages, json_mode=json_mode,  # type: ignore[arg-type]
+                text = asyncio.run(llm.complete(messages, json_mode=json_mode,
                                                 max_tokens=body.get("max_tokens")))
             except Exception as exc:  # a scripted failure: what a broken server would say
                 self._send(500, {"error": {"message": str(exc)}})
