@@ -66,7 +66,6 @@ def http_server(tmp_path_factory: pytest.TempPathFactory,
     settings = Settings(data_dir=tmp_path_factory.mktemp("mcp-ask") / "data",  # type: ignore[call-arg]
                         auth="on", _env_file=None)
     with Ragline(settings, llm=llm) as rl:
-        rl.start()
         admin = rl.ensure_admin_key()
         assert admin
         keys = {"admin": admin}
