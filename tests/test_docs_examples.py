@@ -391,12 +391,12 @@ def test_ingestion_facade(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_operations_backup_restore(tmp_path: Path) -> None:
-    """docs/operations.md's backup and restore, with no server running."""
+    """docs/operations.md's backup and restore, with no server running, then verify."""
     need_model()
     from ragline.facade import DocumentInput, Ragline
     from ragline.settings import Settings
 
-    (block,) = runs("docs/operations.md", "test_operations_backup_restore")
+    block, verify = runs("docs/operations.md", "test_operations_backup_restore")
     with Ragline(Settings(data_dir=tmp_path / "data", _env_file=None)) as rl:  # type: ignore[call-arg]
         me = rl.owner()
         rl.create_collection(me, "notes", embed={"provider": "local"})
@@ -408,3 +408,7 @@ def test_operations_backup_restore(tmp_path: Path) -> None:
                           _env_file=None)) as rl:
         page = rl.list_documents(rl.owner(), "notes")
         assert [r.id for r in page.records] == ["n1"]
+    # then the consistency check of the same page, on the restored directory: clean
+    out = sh(verify.code.replace("/srv/ragline/data", str(tmp_path / "restored" / "data")),
+             tmp_path).stdout
+    assert out.count("consistent") == 2 and "left" not in out, out  # exit 0 both times
