@@ -203,6 +203,12 @@ class Settings(BaseSettings):
         "tier-agnostic pages). A collection's metadata.frontmatter_defaults overrides it; {} "
         "turns it off.",
     )
+    # -- retrieval quality (issue 12) --
+    ingest_context_header: Literal["off", "embed", "text"] = Field(
+        "off", description="Contextual chunk headers: 'embed' prepends 'Title > Heading' to "
+        "the text each chunk is embedded from (stored text and BM25 unchanged), 'text' to the "
+        "stored and BM25-indexed text too; 'off' embeds the chunk alone. A collection's "
+        "metadata.context_header overrides it. Measured in BENCHMARKS.md (issue 12).")
     ingest_path_pattern: str | None = Field(
         None, description="Regex with named groups giving metadata from a file's relative path."
     )
