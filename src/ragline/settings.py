@@ -204,6 +204,14 @@ class Settings(BaseSettings):
         "turns it off.",
     )
     # -- retrieval quality (issue 12) --
+    search_overviews: Literal["yield", "keep"] = Field(
+        "yield", description="An overview page (README/index, or metadata overview=true) "
+        "ranked above a page under its folder yields to it ('yield', moved just below that "
+        "page when it is among the first search_overview_window hits) or keeps its rank "
+        "('keep'). Per request: 'overviews'. Measured in BENCHMARKS.md (issue 12).")
+    search_overview_window: int = Field(
+        10, ge=1, le=1000, description="How far down a page an overview summarises may "
+        "rank and still make the overview yield.")
     ingest_context_header: Literal["off", "embed", "text"] = Field(
         "off", description="Contextual chunk headers: 'embed' prepends 'Title > Heading' to "
         "the text each chunk is embedded from (stored text and BM25 unchanged), 'text' to the "

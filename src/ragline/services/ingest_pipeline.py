@@ -233,7 +233,7 @@ class Pipeline:
                     if (prior is not None and prior.embedding is not None
                             and _embed_key(prior.metadata) == key):
                         vec = prior.embedding
-                    else:
+                    elif key is not None:
                         vec = self.reuse_pool.get(key)
                 records.append(Record(cid, text, meta, vec, t.tenant))
                 if embed_text != text:
