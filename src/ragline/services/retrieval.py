@@ -313,7 +313,8 @@ class RetrievalService:
             with_vec = [h for h in hits if h.embedding is not None]
             if len(with_vec) < len(hits):
                 plan.warnings.append("mmr skipped hits stored without an embedding")
-            pool = q.limit * (q.group_size if q.group_by else 1)
+            # grouped: order every candidate, so that enough groups remain
+            pool = len(with_vec) if q.group_by else q.limit
             hits = mmr(with_vec, np.asarray([h.embedding for h in with_vec]), q.mmr,
                        min(pool, len(with_vec)))
             plan.stages.append(f"mmr:{q.mmr:g}")
