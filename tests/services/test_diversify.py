@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -9,8 +11,8 @@ from ragline.core.types import ScoredRecord
 from ragline.services.diversify import group, group_key, mmr, overview_folder, overviews_yield
 
 
-def hit(i: str, score: float, path: str | None = None, **meta: object) -> ScoredRecord:
-    md: dict[str, object] = dict(meta)
+def hit(i: str, score: float, path: str | None = None, **meta: Any) -> ScoredRecord:
+    md: dict[str, Any] = dict(meta)
     if path is not None:
         md.update(source_path=path, parent_doc_id=path.rsplit(".", 1)[0])
     return ScoredRecord(i, f"text {i}", md, score)
