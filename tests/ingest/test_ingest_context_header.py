@@ -124,3 +124,17 @@ def test_a_collection_can_choose_its_own_header_mode(make: Maker, tmp_path: Path
                          embed={"provider": "fake"})
     rl.services.ingest.run_directory("book", "default", copy_book(tmp_path))
     assert all(r.text.startswith(TITLE) for r in _chunks(rl, sid(SENSING)))
+
+
+def test_whole_lessons_read_the_same_with_headers_in_the_text(
+    make: Maker, tmp_path: Path,
+) -> None:
+    """``/lesson`` and ``expand`` join chunks without the headers 'text' stored."""
+    lessons = {}
+    for header in ("off", "text"):
+        rl = make(header)
+        rl.services.ingest.run_directory("book", "default", copy_book(tmp_path / header))
+        lessons[header] = rl.services.context.lesson("default", sid(SENSING), "book")
+        assert lessons[header]["total_chunks"] > 2
+    assert lessons["text"]["text"] == lessons["off"]["text"]
+    assert TITLE + " >" not in lessons["text"]["text"]

@@ -93,3 +93,10 @@ def test_mmr_returns_distinct_hits_up_to_the_limit(lam: float) -> None:
     hits = [hit(f"h{i}", 1.0 - i / 20) for i in range(20)]
     out = mmr(hits, rng.normal(size=(20, 8)), lam, 7)
     assert len(out) == 7 and len(set(ids(out))) == 7 and out[0].id == "h0"
+
+
+def test_mmr_respects_a_reordering_that_did_not_rescore() -> None:
+    # the overview prior moved "ov" (0.9) below "lesson" (0.8) without a new score
+    hits = [hit("lesson", 0.8), hit("ov", 0.9), hit("other", 0.1)]
+    vecs = np.eye(3, dtype=np.float32)
+    assert ids(mmr(hits, vecs, 0.7, 3)) == ["lesson", "ov", "other"]

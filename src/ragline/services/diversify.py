@@ -16,7 +16,9 @@ and returns hits best first.
 * :func:`mmr` — maximal marginal relevance (Carbonell & Goldstein, 1998): pick
   greedily the hit maximising ``λ·relevance - (1-λ)·max cosine to the hits
   already picked``, relevance being the rank score min-max normalised over the
-  candidates (so the same λ works for cosine, BM25, fused and reranked scores).
+  candidates (so the same λ works for cosine, BM25, fused and reranked scores) and
+  made non-increasing down the list (a hit moved down without a new score, like an
+  overview that yielded, does not climb back).
 """
 
 from __future__ import annotations
@@ -132,6 +134,9 @@ def mmr(hits: Sequence[ScoredRecord], vectors: np.ndarray, lam: float,
     scores = np.asarray([h.score for h in hits], dtype=np.float64)
     span = float(scores.max() - scores.min())
     rel = (scores - scores.min()) / span if span > 0 else np.ones(n)
+    # non-increasing down the list: a stage that moved a hit without rescoring it
+    # (the overview prior) keeps its say
+    rel = np.minimum.accumulate(rel)
     v = np.asarray(vectors, dtype=np.float64)
     norms = np.linalg.norm(v, axis=1, keepdims=True)
     v = v / np.where(norms > 0, norms, 1.0)

@@ -225,6 +225,7 @@ class Pipeline:
                     embed_text = f"{header}\n\n{chunk.text}"
                     if t.context_header == "text":
                         text = embed_text
+                        meta["chunk_header"] = header  # joins strip it (services.expand)
                     # the vector depends on the header too: reuse it only for the same input
                     meta["embed_hash"] = content_hash(embed_text)
                 key = _embed_key(meta)
