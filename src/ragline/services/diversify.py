@@ -137,10 +137,9 @@ def mmr(hits: Sequence[ScoredRecord], vectors: np.ndarray, lam: float,
     # non-increasing down the list: a stage that moved a hit without rescoring it
     # (the overview prior) keeps its say
     rel = np.minimum.accumulate(rel)
-    v = np.asarray(vectors, dtype=np.float64)
+    v = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(v, axis=1, keepdims=True)
     v = v / np.where(norms > 0, norms, 1.0)
-    sim = v @ v.T
     picked: list[int] = []
     closest = np.full(n, -np.inf)  # max similarity to the picked ones
     free = np.ones(n, dtype=bool)
@@ -151,5 +150,6 @@ def mmr(hits: Sequence[ScoredRecord], vectors: np.ndarray, lam: float,
         best = int(np.argmax(value))  # first maximum: ties keep the ranking's order
         picked.append(best)
         free[best] = False
-        closest = np.maximum(closest, sim[best])
+        # one row of similarities per pick (limit x n), not the whole n x n matrix
+        closest = np.maximum(closest, (v @ v[best]).astype(np.float64))
     return [hits[i] for i in picked]

@@ -353,7 +353,8 @@ class RetrievalService:
                 hits, sparse = await first, []
             if q.explain:
                 self._explain_first(plan, hits, sparse)
-        if q.rerank or q.mmr is not None:  # model calls and matrix work: off the event loop
+        # a model call, or MMR over many candidates (~40 ms for 1000): off the event loop
+        if q.rerank or (q.mmr is not None and len(hits) > 200):
             hits = await anyio.to_thread.run_sync(self._later_stages, q, plan, hits)
         else:
             hits = self._later_stages(q, plan, hits)
