@@ -139,7 +139,7 @@ def mmr(hits: Sequence[ScoredRecord], vectors: np.ndarray, lam: float,
     rel = np.minimum.accumulate(rel)
     v = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(v, axis=1, keepdims=True)
-    v = v / np.where(norms > 0, norms, 1.0)
+    v = (v / np.where(norms > 0, norms, 1.0)).astype(np.float32)
     picked: list[int] = []
     closest = np.full(n, -np.inf)  # max similarity to the picked ones
     free = np.ones(n, dtype=bool)
