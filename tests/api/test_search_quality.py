@@ -101,8 +101,9 @@ def test_mmr_replaces_a_near_duplicate_with_something_new(client: TestClient) ->
     assert set(ids(plain)) == {"cam", "cam-copy"}  # the copy adds nothing
     diverse = search(client, query="cameras colour distance", mode="dense", limit=2,
                      overviews="keep", mmr=0.5)
-    assert ids(diverse)[0] == ids(plain)[0] and ids(diverse)[1] != "cam-copy"
-    assert "cam-copy" not in ids(diverse) and "mmr:0.5" in diverse["stages"]
+    copy = ({"cam", "cam-copy"} - {ids(plain)[0]}).pop()  # same words: either may lead
+    assert ids(diverse)[0] == ids(plain)[0]
+    assert copy not in ids(diverse) and "mmr:0.5" in diverse["stages"]
     # λ = 1 is the ranking itself
     same = search(client, query="cameras colour distance", mode="dense", limit=2,
                   overviews="keep", mmr=1.0)
