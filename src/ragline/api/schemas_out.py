@@ -200,10 +200,19 @@ class SearchHitOut(BaseModel):
     expand: str | None = Field(None, description="With 'expand' other than none.")
     context: str | None = Field(None, description="The text around the hit ('expand').")
     context_ids: list[str] | None = Field(None, description="The chunks 'context' joins.")
+    relevance: float | None = Field(
+        None, description="0.5 + cosine/2 between the query's and the chunk's embeddings, in "
+        "[0, 1]: the same in every mode (the chat's relevance scale); absent without "
+        "embeddings. See docs/search.md.")
+    scores: dict[str, float | None] | None = Field(
+        None, description="With 'explain': raw per-leg scores (dense, sparse, fused, "
+        "rerank, boost); sparse is null for a hit outside the BM25 candidates.")
+    group: list[SearchHitOut] | None = Field(
+        None, description="With 'group_by': the other hits of this hit's group, best first.")
 
 
 _HIT = {"id": "a", "text": "ROS 2 topics carry messages between nodes",
-        "metadata": {"chapter": 3, "tags": ["ros2"]}, "score": 0.83}
+        "metadata": {"chapter": 3, "tags": ["ros2"]}, "score": 0.83, "relevance": 0.91}
 
 
 class SearchResults(BaseModel):

@@ -84,7 +84,7 @@ def build_request(sq: StoreQuery, flt: Any, params: Any) -> Any:
         if not sq.text.strip():
             return None
         return q.QueryRequest(limit=sq.limit, query=q.TextQuery(TEXT, sq.text), filter=flt,
-                              with_payload=True)
+                              with_payload=True, with_vector=sq.with_vectors)
     if sq.vector is None:
         raise ValueError(f"a {sq.mode} query needs a vector")
     nearest = q.Query.Nearest(np.asarray(sq.vector, np.float32).tolist(), using=VECTOR)
