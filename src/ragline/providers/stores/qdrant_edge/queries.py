@@ -36,6 +36,37 @@ def linked_fields_only(where: Node | None, linked: frozenset[str]) -> bool:
     return False
 
 
+MAX_SPLIT = 8
+"""Most values of an ``$in`` that a dense search splits into one graph walk per value."""
+
+
+def split_by_value(where: Node | None, linked: frozenset[str]) -> list[Node] | None:
+    """``where`` as alternatives that each select one value of a linked field (their
+    union is ``where``), or None when it is not an ``$in`` of 2..``MAX_SPLIT`` values of a
+    linked field (alone or ANDed with single-value conditions on linked fields).
+
+    Why: one value's points are connected by their own HNSW links, so a walk per value
+    keeps recall@10 at ~1.0, where a walk over the union of several values' points
+    does not (0.698 measured for 3 of 20 values at 100k) and exact search over the
+    union grows with the collection (10.8 ms p50 at 100k for 15 %)."""
+    if isinstance(where, In):
+        if (where.field in linked and 2 <= len(where.values) <= MAX_SPLIT
+                and not any(isinstance(v, bool) for v in where.values)):
+            return [Eq(where.field, v) for v in dict.fromkeys(where.values)]
+        return None
+    if isinstance(where, And):
+        ins = [i for i, c in enumerate(where.children) if isinstance(c, In)
+               and split_by_value(c, linked) is not None]
+        if len(ins) != 1:
+            return None
+        rest = [c for i, c in enumerate(where.children) if i != ins[0]]
+        if not all(linked_fields_only(c, linked) for c in rest):
+            return None
+        parts = split_by_value(where.children[ins[0]], linked) or []
+        return [And((*rest, part)) for part in parts]
+    return None
+
+
 def search_params(
     shard: Any, info: Any, flt: Any, bound: int, ef: int, linked: bool
 ) -> tuple[Any, int]:
