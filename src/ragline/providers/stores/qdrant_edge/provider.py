@@ -363,6 +363,7 @@ class QdrantEdgeStore:
         memory = index_memory(self.config.index_memory)
         with self._writing(key) as sh:
             to_index, to_drop = sh.fields.observe([r.metadata for r in records])
+            sh.fields.save_values()  # before the write: the file never misses a value
             for f, kind in to_drop:
                 sh.apply(q.UpdateOperation.delete_field_index(_index_path(f, kind)))
             sh.apply(q.UpdateOperation.upsert_points(points), points)
@@ -493,7 +494,7 @@ class QdrantEdgeStore:
             params, n = search_params(
                 sh.shard, info, flt, self.config.exact_search_max_matches,
                 self.config.hnsw_ef, linked_fields_only(sq.where, linked))
-            parts = (split_by_value(sq.where, linked)
+            parts = (split_by_value(sq.where, linked, sh.fields.integer_values)
                      if sq.mode == "dense" and info.indexed_vectors_count else None)
             if parts:  # one walk per value (each keeps its recall), merged by score
                 graph = q.SearchParams(hnsw_ef=self.config.hnsw_ef)
