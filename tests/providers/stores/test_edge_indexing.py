@@ -290,18 +290,7 @@ def test_in_of_linked_values_splits_into_one_walk_per_value() -> None:
     assert split_by_value(And((Range("tier", "$lte", 1), In("cat", ("a", "b")))),
                           linked) is None
     assert split_by_value(Or((Eq("cat", "a"), Eq("cat", "b"))), linked) is None
-    # ranges over a linked integer field split only when its values are known and few
-    values = {"tier": [0, 1, 2, 3], "big": list(range(MAX_SPLIT + 2))}.get
-    assert split_by_value(Range("tier", "$lte", 1), linked, values) == [Eq("tier", 0),
-                                                                         Eq("tier", 1)]
-    assert split_by_value(Range("tier", "$gt", 1.5), linked, values) == [Eq("tier", 2),
-                                                                          Eq("tier", 3)]
-    assert split_by_value(Range("tier", "$lte", 1), linked) is None  # values unknown
-    assert split_by_value(Range("tier", "$lte", 1), linked, lambda f: None) is None
-    assert split_by_value(Range("big", "$gte", 0), frozenset({"big"}), values) is None
-    assert split_by_value(And((Eq("cat", "a"), Range("tier", "$lt", 1))), linked,
-                          values) == [And((Eq("cat", "a"), Eq("tier", 0)))]
-
+    assert split_by_value(Range("tier", "$lte", 1), linked) is None  # 0.963 per value
 
 def test_split_walks_merge_by_score_and_return_each_point_once(tmp_path: Path) -> None:
     store = _store(tmp_path)
@@ -345,35 +334,3 @@ def test_a_build_moves_indexes_to_the_configured_memory(tmp_path: Path) -> None:
     assert sorted(h.id for h in hits) == ["river0", "river1", "river2"]  # BM25 rebuilt
     store.close()
 
-
-def test_integer_values_are_tracked_before_the_write_and_survive_a_reopen(
-        tmp_path: Path) -> None:
-    from ragline.providers.stores.qdrant_common.fields import MAX_TRACKED_VALUES, FieldKinds
-
-    store = _store(tmp_path)
-    store.create_shard("k", DIM)
-    vecs, metas = _data(200, seed=8)
-    metas[0]["many"] = 0
-    metas[1]["tier"] = [2, 7]  # a list of integers counts each value
-    _fill(store, vecs, metas)
-    store.upsert("k", [Record(f"m{i}", "t", {"many": i}, vecs[i])
-                       for i in range(1, MAX_TRACKED_VALUES + 1)])
-    fields = store._shards["k"].fields
-    assert fields.integer_values("tier") == [0, 1, 2, 3, 7]
-    assert fields.integer_values("many") is None  # more than MAX_TRACKED_VALUES
-    assert fields.integer_values("cat") is None  # keyword
-    store.close()
-    reopened = FieldKinds(tmp_path / "k" / "ragline_fields.json")
-    assert reopened.integer_values("tier") == [0, 1, 2, 3, 7]
-
-
-def test_fields_from_before_value_tracking_are_unknown(tmp_path: Path) -> None:
-    from ragline.providers.stores.qdrant_common.fields import FieldKinds
-
-    (tmp_path / "ragline_fields.json").write_text('{"tier": "integer"}')
-    fields = FieldKinds(tmp_path / "ragline_fields.json")
-    fields.observe([{"tier": 1}, {"level": 4}])
-    assert fields.integer_values("tier") is None  # older points may hold any value
-    assert fields.integer_values("level") is None  # not indexed as integer yet ...
-    fields.kinds["level"] = "integer"
-    assert fields.integer_values("level") == [4]  # ... but tracked from its first write

@@ -16,9 +16,6 @@ from pathlib import Path
 from typing import Any
 
 MAX_INDEXED_FIELDS = 64
-MAX_TRACKED_VALUES = 32
-"""Distinct values of an integer field remembered (for splitting range filters into one
-graph walk per value); past this many the field's values are 'many' (None)."""
 
 
 def value_kind(value: Any) -> str | None:
@@ -47,29 +44,17 @@ class FieldKinds:
         self.kinds: dict[str, str] = dict(kinds or {})
         if path is not None and path.exists():
             self.kinds = json.loads(path.read_text())
-        # every value each integer field ever had (None: unknown or more than
-        # MAX_TRACKED_VALUES); kept beside the kinds when there is a path. Fields that
-        # existed before values were tracked are unknown for good.
-        self.values_path = path.with_name("ragline_int_values.json") if path else None
-        self.int_values: dict[str, list[int] | None] = {f: None for f in self.kinds}
-        if self.values_path is not None and self.values_path.exists():
-            self.int_values.update(json.loads(self.values_path.read_text()))
-        self.values_changed = False
 
     def observe(
         self, metas: list[dict[str, Any]]
     ) -> tuple[dict[str, str], list[tuple[str, str]]]:
         """Record the kinds in a batch; return (fields to index, (field, kind) to un-index)."""
         seen: dict[str, set[str]] = {}
-        ints: dict[str, set[int]] = {}
         for meta in metas:
             for k, v in meta.items():
                 kind = value_kind(v)
                 if kind is not None:
                     seen.setdefault(k, set()).add(kind)
-                    if kind == "integer":
-                        ints.setdefault(k, set()).update(v if isinstance(v, list) else [v])
-        self._track(ints)
         to_index: dict[str, str] = {}
         to_drop: list[tuple[str, str]] = []
         for field, kinds in seen.items():
@@ -89,34 +74,6 @@ class FieldKinds:
                 to_drop.append((field, old))
             self.kinds[field] = new
         return to_index, to_drop
-
-    def _track(self, ints: dict[str, set[int]]) -> None:
-        if self.values_path is None:
-            return
-        for field, vals in ints.items():
-            known = self.int_values.get(field, [])
-            if known is None or vals <= set(known):
-                continue
-            merged = sorted(set(known) | vals)
-            self.int_values[field] = merged if len(merged) <= MAX_TRACKED_VALUES else None
-            self.values_changed = True
-
-    def integer_values(self, field: str) -> list[int] | None:
-        """Every value the integer field ``field`` has had (a superset of what it holds
-        now), or None when unknown or too many."""
-        if self.kinds.get(field) != "integer":
-            return None
-        return self.int_values.get(field)
-
-    def save_values(self) -> None:
-        """Persist the tracked values; called *before* the write that brings new ones,
-        so after a crash the file holds at least every value the shard has."""
-        if self.values_path is None or not self.values_changed:
-            return
-        tmp = self.values_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.int_values, sort_keys=True))
-        tmp.replace(self.values_path)
-        self.values_changed = False
 
     def indexed(self, field: str) -> str | None:
         kind = self.kinds.get(field)

@@ -363,7 +363,6 @@ class QdrantEdgeStore:
         memory = index_memory(self.config.index_memory)
         with self._writing(key) as sh:
             to_index, to_drop = sh.fields.observe([r.metadata for r in records])
-            sh.fields.save_values()  # before the write: the file never misses a value
             for f, kind in to_drop:
                 sh.apply(q.UpdateOperation.delete_field_index(_index_path(f, kind)))
             sh.apply(q.UpdateOperation.upsert_points(points), points)
@@ -466,10 +465,15 @@ class QdrantEdgeStore:
             linked = self._linked(sh, info) if info is not None else frozenset()
             for i, sq in enumerate(queries):
                 plan = self._plan(sh, info, linked, i, sq)
-                if plan is not None:
+                if plan is None:
+                    continue
+                plans.append(plan)
+                if len(plan.requests) == 1:
                     plan.first = len(reqs)
-                    reqs.extend(plan.requests)
-                    plans.append(plan)
+                    reqs.append(plan.requests[0])
+                else:  # per-value walks one by one: Edge's query_batch ran 3 filtered
+                    # walks 6.5x slower than 3 single queries (measured at 50k points)
+                    plan.found = [sh.shard.query(r) for r in plan.requests]
             if len(reqs) == 1:
                 found = [sh.shard.query(reqs[0])]
             else:
@@ -477,8 +481,8 @@ class QdrantEdgeStore:
             out: list[list[ScoredRecord]] = [[] for _ in queries]
             for plan in plans:
                 sq = queries[plan.slot]
-                parts = found[plan.first:plan.first + len(plan.requests)]
-                pts = parts[0] if len(parts) == 1 else _merge(parts, sq.limit)
+                pts = (found[plan.first] if plan.found is None
+                       else _merge(plan.found, sq.limit))
                 if plan.matches is not None and len(pts) < min(sq.limit, plan.matches):
                     pts = sh.shard.query(build_request(
                         sq, tenant_filter(sq.tenant, sq.where), EXACT))
@@ -494,7 +498,7 @@ class QdrantEdgeStore:
             params, n = search_params(
                 sh.shard, info, flt, self.config.exact_search_max_matches,
                 self.config.hnsw_ef, linked_fields_only(sq.where, linked))
-            parts = (split_by_value(sq.where, linked, sh.fields.integer_values)
+            parts = (split_by_value(sq.where, linked)
                      if sq.mode == "dense" and info.indexed_vectors_count else None)
             if parts:  # one walk per value (each keeps its recall), merged by score
                 graph = q.SearchParams(hnsw_ef=self.config.hnsw_ef)
@@ -615,7 +619,8 @@ class _Plan:
     slot: int
     requests: list[Any]
     matches: int | None
-    first: int = 0
+    first: int = 0  # the position of a single request in the shard's batch
+    found: list[list[Any]] | None = None  # the answers of per-value walks
 
 
 def _merge(parts: list[list[Any]], limit: int) -> list[Any]:

@@ -7,13 +7,12 @@ Kept apart from the provider so that single searches and batches
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import qdrant_edge as q
 
-from ragline.core.filters import And, Eq, In, Node, Range
+from ragline.core.filters import And, Eq, In, Node
 from ragline.core.types import StoreQuery
 
 VECTOR = "dense"
@@ -37,40 +36,32 @@ def linked_fields_only(where: Node | None, linked: frozenset[str]) -> bool:
     return False
 
 
+COUNT_GUARD = 1000
+"""The largest search limit: a match estimate at least this large needs no exact count."""
+
 MAX_SPLIT = 8
 """Most values of an ``$in`` that a dense search splits into one graph walk per value."""
 
 
-def split_by_value(
-    where: Node | None, linked: frozenset[str],
-    int_values: Callable[[str], list[int] | None] | None = None,
-) -> list[Node] | None:
+def split_by_value(where: Node | None, linked: frozenset[str]) -> list[Node] | None:
     """``where`` as alternatives that each select one value of a linked field (their
     union is ``where``), or None when it is not an ``$in`` of 2..``MAX_SPLIT`` values of a
-    linked field, or a range over a linked integer field whose values are known
-    (``int_values``: every value the field has had) and few, alone or ANDed with
-    single-value conditions on linked fields.
+    linked field (alone or ANDed with single-value conditions on linked fields).
 
     Why: one value's points are connected by their own HNSW links, so a walk per value
     keeps recall@10 at ~1.0, where a walk over the union of several values' points
-    does not (0.698 measured for 3 of 20 values at 100k) and exact search or ACORN over
-    the union grows with the collection (10.8 and 9.8 ms p50 at 100k for 15 % and
-    50 %)."""
+    does not (0.688 measured for 3 of 20 values at 50k) and exact search over the
+    union grows with the collection. Not for ranges over integer fields: walks per
+    integer value measured recall@10 0.963 for ``tier $lte 1`` at 50k, against 0.998
+    for one walk over the range (BENCHMARKS.md, "Scale")."""
     if isinstance(where, In):
         if (where.field in linked and 2 <= len(where.values) <= MAX_SPLIT
                 and not any(isinstance(v, bool) for v in where.values)):
             return [Eq(where.field, v) for v in dict.fromkeys(where.values)]
         return None
-    if isinstance(where, Range):
-        known = int_values(where.field) if int_values and where.field in linked else None
-        if known is None:
-            return None
-        inside = [v for v in known if _in_range(v, where)]
-        return [Eq(where.field, v) for v in inside] if len(inside) <= MAX_SPLIT else None
     if isinstance(where, And):
         split = [(i, p) for i, c in enumerate(where.children)
-                 if isinstance(c, In | Range)
-                 and (p := split_by_value(c, linked, int_values)) is not None]
+                 if isinstance(c, In) and (p := split_by_value(c, linked)) is not None]
         if len(split) != 1:
             return None
         at, parts = split[0]
@@ -79,11 +70,6 @@ def split_by_value(
             return None
         return [And((*rest, part)) for part in parts]
     return None
-
-
-def _in_range(v: int, r: Range) -> bool:
-    return {"$gt": v > r.value, "$gte": v >= r.value, "$lt": v < r.value,
-            "$lte": v <= r.value}[r.op]
 
 
 def search_params(
@@ -103,6 +89,11 @@ def search_params(
     if info.indexed_vectors_count == 0:
         return None, total  # nothing indexed: every segment is searched exhaustively
     n = int(shard.count(q.CountRequest(filter=flt, exact=False)))
+    if (n >= total or linked) and n >= COUNT_GUARD:
+        # the graph is used whatever the count, and an estimate of at least any limit
+        # makes the never-short check "fewer than asked for": no exact count needed
+        # (measured: it was 12 of 14 ms of an unfiltered search at 50k points)
+        return q.SearchParams(hnsw_ef=ef), n
     if n <= 2 * bound:
         n = int(shard.count(q.CountRequest(filter=flt, exact=True)))
     if n >= total or linked:
