@@ -95,7 +95,8 @@ def run_once(args: argparse.Namespace, config: dict[str, str],
     if src:
         extra["PYTHONPATH"] = str(Path(src) / "src")
     srv = LiveServer(Path(args.data_dir),
-                     env={"RAGLINE_EMBEDDING_CACHE_SIZE": "0", **config, **extra})
+                     env={"RAGLINE_EMBEDDING_CACHE_SIZE": "0", "RAGLINE_AUTH": "off", **config,
+                          **extra})
     out: dict[str, dict[str, float]] = {}
     try:
         srv.wait_ready(120)
@@ -119,7 +120,7 @@ def build_random(data_dir: Path, collection: str, corpus: Path) -> None:
     documents first (minutes on 2 cores). Recall is meaningless on it; QPS is not."""
     import numpy as np
 
-    srv = LiveServer(data_dir)
+    srv = LiveServer(data_dir, env={"RAGLINE_AUTH": "off"})
     try:
         srv.wait_ready(120)
         r = httpx.post(f"{srv.url}/collections", json={

@@ -248,10 +248,11 @@ def reindex_params(field: str, info: Any, links: bool, memory_name: str) -> Any 
     )
 
     memory = index_memory(memory_name)
-    placed = getattr(info.params, "memory", None) == memory
     base = base_index_params(field, memory)
     if base is not None:
+        placed = getattr(info.params, "memory", None) == getattr(base, "memory", None)
         return None if placed else base
+    placed = getattr(info.params, "memory", None) == memory
     kind = {q.PayloadSchemaType.Keyword: "keyword", q.PayloadSchemaType.Integer: "integer",
             q.PayloadSchemaType.Float: "float"}.get(info.data_type)
     if kind is None:
