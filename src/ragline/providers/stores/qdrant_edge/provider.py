@@ -131,8 +131,8 @@ class QdrantEdgeConfig(ProviderConfig):
         "index is always in memory) live: "
         "'cold' keeps Edge's on-disk structures, memory-mapped, so opening a shard (and the "
         "swap after a background index build, which holds the GIL) only maps files; "
-        "'pinned' rebuilds them as in-memory maps at every open: measured 2.5x slower to "
-        "open at 50k points, ~1.3x faster filtered searches. Existing indexes are converted "
+        "'pinned' rebuilds them as in-memory maps at every open: measured 1.7-2x slower to "
+        "open at 50k points, 1.1-1.5x faster filtered searches. Existing indexes are converted "
         "at the next background build.")
     payload_memory: Literal["cold", "cached"] = Field(
         "cached", description="Where Edge keeps payloads (chunk text and metadata): 'cached' "
