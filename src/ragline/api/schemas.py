@@ -24,9 +24,15 @@ class CollectionCreate(BaseModel):
         None, description="Opt in to server-side embedding: documents and text queries are "
         "embedded by ragline with this provider and model.")
 
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"name": "docs", "metadata": {"book": "robolearn"}, "embed": {"provider": "local"}}]})
+
 
 class MetadataUpdate(BaseModel):
     metadata: dict[str, Any]
+
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"metadata": {"book": "robolearn", "subject": "robotics"}}]})
 
 
 class DocumentIn(BaseModel):
@@ -41,10 +47,17 @@ class DocumentIn(BaseModel):
 class DocumentsAdd(BaseModel):
     documents: list[DocumentIn] | None = None
 
+    model_config = ConfigDict(json_schema_extra={"examples": [{"documents": [
+        {"id": "a", "text": "ROS 2 topics carry messages between nodes",
+         "metadata": {"chapter": 3, "tags": ["ros2"]}}]}]})
+
 
 class DocumentsDelete(BaseModel):
     ids: list[str] | None = None
     where: dict[str, Any] | None = None
+
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"ids": ["a"]}, {"where": {"chapter": {"$lte": 2}}}]})
 
 
 class VectorSearch(BaseModel):
@@ -66,6 +79,9 @@ class VectorSearch(BaseModel):
         "none", description="Add surrounding text to each hit: its prev/next chunks, its "
         "section or its whole source (see services/expand.py).")
 
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"query": "how do nodes talk?", "where": {"chapter": {"$lte": 3}}, "limit": 5}]})
+
 
 BOOK_FILTERS = ("hardware_tier", "module", "chapter_min", "chapter_max", "lesson",
                 "proficiency_levels", "layer")
@@ -84,14 +100,25 @@ class BookSearch(VectorSearch):
     proficiency_levels: list[str] | None = None
     layer: str | None = None
 
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"query": "how do robots sense?", "hardware_tier": 2, "chapter_max": 3, "limit": 5}]})
+
 
 class DocumentOut(BaseModel):
     id: str
     text: str
     metadata: dict[str, Any]
 
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"id": "a", "text": "ROS 2 topics carry messages between nodes",
+         "metadata": {"chapter": 3, "tags": ["ros2"]}}]})
+
 
 class DocumentList(BaseModel):
     documents: list[DocumentOut]
     count: int
     total: int
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"documents": [
+        {"id": "a", "text": "ROS 2 topics carry messages between nodes",
+         "metadata": {"chapter": 3, "tags": ["ros2"]}}], "count": 1, "total": 1}]})
