@@ -224,6 +224,8 @@ class Ragline(AnswersMixin):
         disk = DiskGuard(s.data_dir, s.disk_reserve_bytes)
         collections.disk = documents.disk = ingest.disk = disk
         jobs = JobService(JobTable(catalog), ingest, s.job_workers, s.data_dir / "uploads")
+        indexing = IndexingService(store, s.indexing_min_points, s.indexing_growth,
+                                   s.indexing_interval_s)
         ingestion = IngestionService(s, ingest, jobs, search)
         return Services(
             catalog=catalog, store=store, embedders=embedders, collections=collections,
@@ -234,10 +236,8 @@ class Ragline(AnswersMixin):
             auth=AuthService(s, KeyTable(catalog)),
             backups=BackupService(catalog, store),
             operations=OperationsService(s.data_dir, store, collections, embedders, retrieval,
-                                         self._reranker, disk),
-            reranker=reranker,
-            indexing=IndexingService(store, s.indexing_min_points, s.indexing_growth,
-                                     s.indexing_interval_s),
+                                         self._reranker, disk, indexing),
+            reranker=reranker, indexing=indexing,
             answers=build_answers(s, catalog, collections, embedders, search, self._llm),
             sources=SourceService(collections, store, state, documents, ingest),
             verify=VerifyService(collections, store, state))

@@ -491,6 +491,10 @@ class InfoOut(BaseModel):
     storage_bytes: int
     embedding_cache: dict[str, Any] = Field(description="Per embedder: hits, misses, size.")
     search_batching: dict[str, Any]
+    indexing: dict[str, Any] | None = Field(
+        None, description="Background index builds of the embedded store (null for stores "
+        "without them): enabled, builds, failures, building, pending, last_swap_stall_ms, "
+        "last_build (step timings in seconds).")
 
     model_config = _example({
         "version": "0.1.0",
@@ -499,7 +503,12 @@ class InfoOut(BaseModel):
                          "embedding_model": None}],
         "total_documents": 26, "storage_bytes": 2174976,
         "embedding_cache": {"local:all-MiniLM-L6-v2": {"hits": 1, "misses": 2, "size": 2}},
-        "search_batching": {"batches": 2, "items": 2, "mean_batch": 1.0}})
+        "search_batching": {"batches": 2, "items": 2, "mean_batch": 1.0},
+        "indexing": {"enabled": True, "builds": 1, "failures": 0, "building": False,
+                     "pending": 0, "last_swap_stall_ms": 512.3,
+                     "last_build": {"copy_s": 0.4, "build_s": 61.2, "load_s": 0.31,
+                                    "locked_s": 0.05, "close_s": 0.15, "replayed": 12,
+                                    "total_s": 62.3}}})
 
 
 class ProviderInfo(BaseModel):

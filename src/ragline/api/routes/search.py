@@ -12,11 +12,12 @@ from typing import Any
 from fastapi import APIRouter
 
 from ragline.api.deps import RL, Caller, Reader
+from ragline.api.fast_json import FastJSONRoute
 from ragline.api.schemas import BOOK_FILTERS, BookSearch, VectorSearch
 from ragline.api.schemas_out import BookSearchResults, SearchResults, ok
 from ragline.facade import SearchHit, SearchRequest, SearchResponse
 
-router = APIRouter(tags=["search"])
+router = APIRouter(tags=["search"], route_class=FastJSONRoute)
 
 
 def _request(body: VectorSearch, collection: str | None) -> SearchRequest:
