@@ -37,6 +37,7 @@ DESCRIPTIONS = {
     "404": "No such collection, document, job or source for this caller's tenant.",
     "409": "Conflict (already exists; concurrently emptied or deleted).",
     "413": "Too large (the message names the limit).",
+    "502": "The service named by ?service= could not be reached.",
     "500": "A bug: the body carries an error id that is in the server log.",
     "503": "A needed model or service is not available (the message says which setting).",
 }
@@ -50,6 +51,8 @@ def _statuses(path: str, method: str) -> list[str]:
         out.append("404")
     if method in ("post", "put", "delete"):
         out += ["403", "409", "413"]
+    if path.startswith("/collections"):  # ?service=: unknown id 404, unreachable 502
+        out += ["404", "502"]
     if path.startswith("/api/keys") or (path.startswith("/collections") and method != "get"):
         out.append("403")
     return sorted(set(out))

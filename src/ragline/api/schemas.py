@@ -95,3 +95,19 @@ class DocumentList(BaseModel):
     documents: list[DocumentOut]
     count: int
     total: int
+
+
+class ConnectionTest(BaseModel):
+    """A provider and its config (``GET /api/providers/{name}/schema`` describes it)."""
+
+    model_config = ConfigDict(extra="forbid")
+    provider: str = Field(description="A provider name, e.g. 'ragline-http'.")
+    kind: Literal["stores", "embedders", "rerankers", "llms"] = Field(
+        "stores", description="The provider's kind; collections route to 'stores'.")
+    options: dict[str, Any] = Field(default_factory=dict,
+                                    description="The provider's config; secrets are stored "
+                                    "but never returned.")
+
+
+class ConnectionCreate(ConnectionTest):
+    id: str = Field(description="The connection's id, used as ?service=ID.")

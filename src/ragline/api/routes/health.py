@@ -1,4 +1,4 @@
-"""Health, info and the provider registry listing."""
+"""Health and info (the provider listing: routes/connections.py)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,3 @@ def health(rl: RL) -> dict[str, Any]:
 @router.get("/info")
 def info(rl: RL, caller: Caller) -> dict[str, Any]:
     return rl.info(caller)
-
-
-@router.get("/api/providers")
-def providers(rl: RL, caller: Caller) -> dict[str, Any]:
-    return rl.providers()

@@ -16,6 +16,8 @@ from ragline.api.schemas import BOOK_FILTERS, BookSearch, VectorSearch
 from ragline.facade import SearchRequest, SearchResponse
 
 router = APIRouter(tags=["search"])
+# collection-scoped, so ?service= can route it (api/routing.py), like collections/documents
+collection_router = APIRouter(tags=["search"])
 
 
 def _request(body: VectorSearch, collection: str | None) -> SearchRequest:
@@ -40,7 +42,7 @@ def render(res: SearchResponse) -> dict[str, Any]:
     return out
 
 
-@router.post("/collections/{name}/search")
+@collection_router.post("/collections/{name}/search")
 async def search(name: str, body: VectorSearch, rl: RL, caller: Caller) -> dict[str, Any]:
     return render(await rl.search(caller, _request(body, name)))
 

@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ragline.observability import metrics
-from ragline.providers.base import Health, ProviderConfig
+from ragline.providers.base import Health, ProviderConfig, config_schema
 from ragline.providers.embedders.base import Embedder, InputType
 from ragline.providers.embedders.util import check_inputs
 
@@ -76,7 +76,7 @@ class CachedEmbedder:
 
     @classmethod
     def connection_schema(cls) -> dict[str, Any]:
-        return ProviderConfig.model_json_schema()
+        return config_schema(ProviderConfig)
 
     def capabilities(self) -> list[str]:
         return [*self.inner.capabilities(), "embedding_cache"]

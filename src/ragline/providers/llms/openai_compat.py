@@ -19,7 +19,7 @@ import openai
 from pydantic import Field, SecretStr
 
 from ragline.errors import ProviderError
-from ragline.providers.base import Health, ProviderConfig
+from ragline.providers.base import Health, ProviderConfig, config_schema
 from ragline.providers.llms.base import Message
 from ragline.providers.retry import Retrier, RetryPolicy
 
@@ -111,7 +111,7 @@ class OpenAIChatModel:
 
     @classmethod
     def connection_schema(cls) -> dict[str, Any]:
-        return OpenAIChatConfig.model_json_schema()
+        return config_schema(OpenAIChatConfig)
 
     def capabilities(self) -> list[str]:
         return list(self.CAPABILITIES)

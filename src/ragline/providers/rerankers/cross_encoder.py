@@ -27,7 +27,7 @@ import numpy as np
 from pydantic import Field
 
 from ragline.errors import InvalidInput, ModelLoadError, RaglineError, RerankError
-from ragline.providers.base import Health, ProviderConfig
+from ragline.providers.base import Health, ProviderConfig, config_schema
 from ragline.providers.rerankers.base import RerankedItem
 from ragline.providers.rerankers.catalog import enable_hint
 
@@ -183,7 +183,7 @@ class CrossEncoderReranker:
 
     @classmethod
     def connection_schema(cls) -> dict[str, Any]:
-        return CrossEncoderConfig.model_json_schema()
+        return config_schema(CrossEncoderConfig)
 
     def capabilities(self) -> list[str]:
         return list(self.CAPABILITIES)
