@@ -26,14 +26,28 @@ def config_schema(config: type[BaseModel]) -> dict[str, Any]:
     """The JSON Schema of a provider config, as ``connection_schema()`` returns it.
 
     Pydantic already marks a ``SecretStr`` as ``writeOnly`` (and ``format: password``);
-    for an optional secret that mark sits inside ``anyOf``, so it is lifted to the
-    property too: a UI reading only the property must still never echo a secret back.
+    for an optional secret, or a mapping of secrets (headers), that mark sits inside
+    ``anyOf`` or ``additionalProperties``, so it is lifted to the property too: a UI
+    reading only the property must still never echo a secret back.
     """
-    schema = config.model_json_schema()
+    return mark_write_only(config.model_json_schema())
+
+
+def mark_write_only(schema: dict[str, Any]) -> dict[str, Any]:
+    """Lift nested ``writeOnly`` marks to their property (see :func:`config_schema`); the
+    registry applies it to every plugin's schema too."""
     for prop in schema.get("properties", {}).values():
-        if any(isinstance(alt, dict) and alt.get("writeOnly") for alt in prop.get("anyOf", [])):
+        if _has_write_only(prop):
             prop["writeOnly"] = True
     return schema
+
+
+def _has_write_only(node: Any) -> bool:
+    if isinstance(node, dict):
+        return node.get("writeOnly") is True or any(_has_write_only(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_has_write_only(v) for v in node)
+    return False
 
 
 def secret_fields(config: type[BaseModel]) -> list[str]:

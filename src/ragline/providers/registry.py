@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ragline.errors import InvalidInput, ProviderNotFound
-from ragline.providers.base import ProviderConfig, config_schema
+from ragline.providers.base import ProviderConfig, config_schema, mark_write_only
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +69,12 @@ class Registry:
             if wanted == self._allow and self._loaded:
                 return
             self._allow = wanted
+            self._loaded = False
+
+    def reload(self) -> None:
+        """Read the entry points again on the next lookup (after installing a plugin into
+        a running process, as tests do)."""
+        with self._lock:
             self._loaded = False
 
     def _allowed(self, kind: str, ep: EntryPoint, dist: str | None) -> bool:
@@ -203,8 +209,7 @@ def schema_of(cls: type[Any]) -> dict[str, Any]:
     """A provider class's connection schema: its own ``connection_schema()``, else the JSON
     Schema of its ``Config`` (tools describe their ``arguments`` instead)."""
     if hasattr(cls, "connection_schema"):
-        schema: dict[str, Any] = cls.connection_schema()
-        return schema
+        return mark_write_only(dict(cls.connection_schema()))
     if isinstance(getattr(cls, "Config", None), type) and issubclass(cls.Config, BaseModel):
         return config_schema(cls.Config)
     return dict(getattr(cls, "arguments", {}))

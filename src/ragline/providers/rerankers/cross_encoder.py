@@ -189,7 +189,13 @@ class CrossEncoderReranker:
         return list(self.CAPABILITIES)
 
     def health(self) -> Health:
-        return Health.now("ok", details=self.health_info())
+        """One tiny pair scored: the model is loaded *and* runs."""
+        details: dict[str, Any] = dict(self.health_info())
+        try:
+            self.rerank("health", [{"id": "probe", "text": "check"}])
+        except Exception as exc:  # health reports, it does not raise
+            return Health.now("down", details, error=f"scoring failed ({type(exc).__name__})")
+        return Health.now("ok", details)
 
 
 def load_from_settings(
