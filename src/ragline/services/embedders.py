@@ -81,13 +81,18 @@ class EmbedderPool:
                     f"Cannot load embedder '{provider}'"
                     + (f" with model '{model}'" if model else "") + f": {exc}"
                 ) from exc
-            emb = CachedEmbedder(inner, max_entries=self.settings.embedding_cache_size)
+            emb = CachedEmbedder(inner, max_entries=self.settings.embedding_cache_size,
+                                 connection=provider)
             self._embedders[key] = emb
             self._batchers[key] = MicroBatcher(emb, max_batch=self.settings.embed_max_batch,
                                                max_wait_ms=self.settings.embed_max_wait_ms,
                                                workers=self.settings.embed_workers)
             log.info("loaded embedder %s (%s)", provider, emb.model)
             return emb
+
+    def loaded(self, provider: str, model: str | None = None) -> CachedEmbedder | None:
+        """The embedder if already loaded, else None (never loads a model)."""
+        return self._embedders.get(self._key(provider, model))
 
     def batcher(self, provider: str, model: str | None = None) -> MicroBatcher:
         self.get(provider, model)
@@ -103,12 +108,13 @@ class EmbedderPool:
         return self.get(provider, model).embed(texts, input_type="document")
 
     def stats(self) -> dict[str, Any]:
-        """Cache counters per (provider, model), with the micro-batcher's under ``batching``."""
+        """Cache counters under each cache key ``connectionId:model``, with the
+        micro-batcher's under ``batching``."""
         out: dict[str, Any] = {}
-        for key, emb in self._embedders.items():
+        for key, emb in list(self._embedders.items()):
             entry: dict[str, Any] = dict(emb.stats())
             batcher = self._batchers.get(key)
             if batcher is not None:
                 entry["batching"] = batcher.stats()
-            out[f"{key[0]}:{key[1] or 'default'}"] = entry
+            out[emb.cache_key] = entry
         return out
