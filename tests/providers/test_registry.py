@@ -70,7 +70,7 @@ def test_invalid_config_names_the_field_never_the_value() -> None:
 
 
 def test_unknown_kind_and_name() -> None:
-    with pytest.raises(InvalidInput, match="available: .*qdrant-edge"):
+    with pytest.raises(InvalidInput, match=r"available: .*qdrant-edge"):
         registry.get("stores", "nope")
     with pytest.raises(InvalidInput, match="Unknown provider kind"):
         registry.get("widgets", "x")
