@@ -232,6 +232,7 @@ class Ragline(AnswersMixin):
         jobs = JobService(JobTable(catalog), ingest, s.job_workers, s.data_dir / "uploads")
         ingestion = IngestionService(s, ingest, jobs, search)
         connections = ConnectionService(s, ConnectionTable(catalog), store)
+        embedders.connections = connections.embedder  # embed.provider may name one
         return Services(
             catalog=catalog, store=store, embedders=embedders, collections=collections,
             documents=documents, retrieval=retrieval, search=search, ingest_state=state,

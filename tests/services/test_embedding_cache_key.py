@@ -58,3 +58,40 @@ def test_another_model_on_the_same_connection_has_its_own_key(tmp_path: Path) ->
         cache = client.get("/info").json()["embedding_cache"]
         assert {"fake:fake-bow", "fake:other"} <= set(cache)
         assert cache["fake:other"]["collections"] == ["b"]
+
+
+def test_a_named_embedder_connection_is_the_cache_keys_connection_id(tmp_path: Path) -> None:
+    """``[connections.ID] kind = "embedders"``: collections name it in ``embed.provider``;
+    its id, not the provider's name, is the connection part of the key."""
+    from ragline.testing.fake_openai import MODEL, fake_openai_server
+
+    with fake_openai_server() as server:
+        settings = fake_settings(tmp_path, auth="off", connections={
+            "hosted": {"kind": "embedders", "provider": "openai",
+                       "options": {"base_url": server.url, "model": MODEL,
+                                   "api_key": "sk-test"}}})
+        with TestClient(create_app(settings), base_url="http://localhost") as client:
+            for name in ("one", "two"):
+                r = client.post("/collections", json={"name": name,
+                                                      "embed": {"provider": "hosted"}})
+                assert r.status_code == 201, r.text
+                assert r.json()["embed"] == {"provider": "hosted", "model": MODEL}
+                client.post(f"/collections/{name}/documents", json={"documents": [
+                    {"id": "r", "text": "robots move"}, {"id": "b", "text": "bread rises"}]})
+            sent = len(server.requests)
+            assert sent == 1  # collection two's documents came from the shared cache
+            for name in ("one", "two"):
+                hits = client.post(f"/collections/{name}/search",
+                                   json={"query": "robots move", "mode": "dense",
+                                         "limit": 1}).json()["results"]
+                assert [h["id"] for h in hits] == ["r"]
+            assert len(server.requests) == sent + 1  # one query embedding for both
+            cache = client.get("/info").json()["embedding_cache"]
+            assert sorted(cache[f"hosted:{MODEL}"]["collections"]) == ["one", "two"]
+            conns = client.get("/api/connections").json()["connections"]
+            assert {"id": "hosted", "kind": "embedders"}.items() <= conns[1].items()
+            health = client.get("/api/connections/hosted/health").json()
+            assert health["status"] == "ok" and health["details"]["model"] == MODEL
+            unknown = client.post("/collections", json={"name": "x",
+                                                        "embed": {"provider": "nope"}})
+            assert unknown.status_code == 400 and "available" in unknown.json()["detail"]

@@ -133,6 +133,16 @@ class ConnectionService:
                 log.warning("connection %s cannot be read: %s", cid, exc.message)
         return out
 
+    def embedder(self, cid: str) -> tuple[str, ProviderConfig] | None:
+        """The provider and config of an embedder connection (for ``embed.provider``)."""
+        try:
+            conn = self.get(cid)
+        except RaglineError:
+            return None
+        if conn.kind != "embedders" or conn.config is None:
+            return None
+        return conn.provider, conn.config
+
     def instance(self, cid: str) -> Any:
         """The connection's provider, built on first use."""
         conn = self.get(cid)
@@ -149,6 +159,9 @@ class ConnectionService:
     def add(self, cid: str, provider: str, options: dict[str, Any],
             kind: str = "stores") -> Connection:
         check_id(cid)
+        if kind == "embedders" and cid in registry.names("embedders"):
+            raise InvalidInput(f"Connection id '{cid}' is an embedder provider's name: "
+                               "choose another")
         if cid == LOCAL or cid in self._configured:
             raise InvalidInput(f"Connection '{cid}' is defined by the server's configuration "
                                "and cannot be replaced over the API")
