@@ -308,9 +308,10 @@ class Settings(BaseSettings):
         "load.")
     connections: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Named connections besides 'local' (the embedded "
-        "store), usually from ragline.toml: [connections.ID] with 'provider' (a store "
-        "provider, e.g. 'ragline-http') and 'options' (its config). Routed to with "
-        "?service=ID; admins add more with POST /api/connections.")
+        "store), usually from ragline.toml: [connections.ID] with 'provider' (e.g. "
+        "'ragline-http'), 'options' (its config) and 'kind' ('stores', the default: routed "
+        "to with ?service=ID; or 'embedders': named in a collection's embed.provider). "
+        "Admins add more with POST /api/connections.")
 
     @field_validator("providers_allow", mode="before")
     @classmethod
