@@ -21,7 +21,9 @@ from fastapi.testclient import TestClient
 from ragline.api.app import create_app
 from ragline.errors import ConfigError
 from ragline.facade import Ragline
+from ragline.providers.registry import registry
 from ragline.settings import load_settings
+from ragline.testing.provider_conformance import ProviderContract
 from ragline.testing.server import free_port
 from tests.ingestion_support import fake_settings
 from tests.live_server import LiveServer
@@ -277,3 +279,30 @@ def test_a_plugin_on_the_path_loads_in_a_real_server(remote: Remote) -> None:
     body = remote.call("GET", "/api/providers").json()
     assert "acme-hash" in [p["name"] for p in body["embedders"]]
     assert {e["name"] for e in body["errors"]} == {"acme-broken", "acme-not-a-provider"}
+
+
+class TestRaglineHttpProvider(ProviderContract):
+    """The ``ragline-http`` store provider meets the provider contract (it is no
+    VectorStore, so the store suite's data tests do not apply)."""
+
+    KIND = "stores"
+
+    @pytest.fixture
+    def provider(self, remote: Remote) -> Any:
+        return registry.build("stores", "ragline-http", {"base_url": remote.url,
+                                                         "api_key": remote.key})
+
+    @pytest.fixture
+    def broken(self) -> Any:
+        return registry.build("stores", "ragline-http",
+                              {"base_url": f"http://127.0.0.1:{free_port()}", "timeout": 2})
+
+    def check_health_details(self, provider: Any, details: dict[str, Any]) -> None:
+        assert isinstance(details["collection_count"], int)
+        assert details["storage_bytes"] > 0 and details["key_accepted"] is True
+
+    def test_a_refused_key_is_degraded(self, remote: Remote) -> None:
+        wrong = registry.build("stores", "ragline-http", {"base_url": remote.url,
+                                                          "api_key": "rl_000000000000_nope"})
+        health = wrong.health()
+        assert health.status == "degraded" and health.error == "the API key was refused"
