@@ -127,6 +127,14 @@ def test_collection_and_document_operations_route_to_the_named_service(
     assert sorted(d["id"] for d in listed["documents"]) == ["d1", "d2"]
     assert client.get("/api/collections/routed/documents/d0", params=q,
                       headers=h).json()["text"] == "doc 0"
+    odd = "a b/c?d%e"  # spaces, slashes, ? and % survive the hop
+    client.post("/api/collections/routed/documents", params=q, headers=h,
+                json={"documents": [{"id": odd, "text": "odd", "embedding": V[1]}]})
+    got = client.get("/api/collections/routed/documents/a%20b/c%3Fd%25e", params=q,
+                     headers=h)
+    assert got.status_code == 200 and got.json()["id"] == odd
+    client.request("DELETE", "/api/collections/routed/documents", params=q, headers=h,
+                   json={"ids": [odd]})
     values = client.get("/api/collections/routed/metadata-values", headers=h,
                         params={**q, "field": "chapter"}).json()
     assert values["values"] == [0, 1, 2]

@@ -38,7 +38,9 @@ async def route_service(request: Request, rl: RL, caller: Caller,
                         service: str | None = Query(None, description=SERVICE_HELP)) -> None:
     if service is None or not rl.routes_elsewhere(caller, service):
         return
-    outgoing = Outgoing(request.method, request.url.path, request.query_params.multi_items(),
+    raw = request.scope.get("raw_path")  # as sent: an id with %2F or %3F stays one segment
+    path = raw.decode("latin-1") if isinstance(raw, bytes) and raw else request.url.path
+    outgoing = Outgoing(request.method, path, request.query_params.multi_items(),
                         await request.body(), request.headers.get("content-type"),
                         getattr(request.state, "request_id", None))
     raise PassThrough(await rl.forward(caller, service, outgoing))
