@@ -15,6 +15,7 @@ way. Storage and services raise these; they never import FastAPI.
     ├── NotFound                      404  not_found
     │   ├── CollectionNotFound        404  collection_not_found
     │   ├── DocumentNotFound          404  document_not_found
+    │   ├── SourceNotFound            404  source_not_found
     │   ├── ProviderNotFound          404  provider_not_found
     │   └── ConnectionNotFound        404  connection_not_found
     ├── Conflict                      409  conflict
@@ -116,6 +117,13 @@ class ConnectionNotFound(NotFound):
     """No named connection has this id; the message lists the known ones."""
 
     code = "connection_not_found"
+
+
+class SourceNotFound(NotFound):
+    """No ingested source with that id in the caller's tenant (another tenant's is a 404
+    too)."""
+
+    code = "source_not_found"
 
 
 class Conflict(RaglineError):

@@ -32,6 +32,7 @@ from ragline.api.routes import (
     rag_ingest,
     rerank,
     search,
+    sources,
 )
 from ragline.facade import Ragline
 from ragline.settings import Settings
@@ -69,7 +70,7 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
         app.include_router(meta.metrics_router)
     # Outermost: every response, errors included, carries X-Request-ID.
     app.add_middleware(RequestContextMiddleware, access_log_enabled=settings.access_log)
-    for module in (health, connections, search, ingestion, context, rag_ingest,
+    for module in (health, connections, sources, search, ingestion, context, rag_ingest,
                    rerank, keys, admin, chat, checklists):
         app.include_router(module.router)
     routing.install(app, [collections.router, documents.router, search.collection_router])

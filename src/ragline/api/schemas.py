@@ -24,9 +24,15 @@ class CollectionCreate(BaseModel):
         None, description="Opt in to server-side embedding: documents and text queries are "
         "embedded by ragline with this provider and model.")
 
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"name": "docs", "metadata": {"book": "robolearn"}, "embed": {"provider": "local"}}]})
+
 
 class MetadataUpdate(BaseModel):
     metadata: dict[str, Any]
+
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"metadata": {"book": "robolearn", "subject": "robotics"}}]})
 
 
 class DocumentIn(BaseModel):
@@ -41,10 +47,17 @@ class DocumentIn(BaseModel):
 class DocumentsAdd(BaseModel):
     documents: list[DocumentIn] | None = None
 
+    model_config = ConfigDict(json_schema_extra={"examples": [{"documents": [
+        {"id": "a", "text": "ROS 2 topics carry messages between nodes",
+         "metadata": {"chapter": 3, "tags": ["ros2"]}}]}]})
+
 
 class DocumentsDelete(BaseModel):
     ids: list[str] | None = None
     where: dict[str, Any] | None = None
+
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"ids": ["a"]}, {"where": {"chapter": {"$lte": 2}}}]})
 
 
 class VectorSearch(BaseModel):
@@ -66,6 +79,9 @@ class VectorSearch(BaseModel):
         "none", description="Add surrounding text to each hit: its prev/next chunks, its "
         "section or its whole source (see services/expand.py).")
 
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"query": "how do nodes talk?", "where": {"chapter": {"$lte": 3}}, "limit": 5}]})
+
 
 BOOK_FILTERS = ("hardware_tier", "module", "chapter_min", "chapter_max", "lesson",
                 "proficiency_levels", "layer")
@@ -84,11 +100,18 @@ class BookSearch(VectorSearch):
     proficiency_levels: list[str] | None = None
     layer: str | None = None
 
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"query": "how do robots sense?", "hardware_tier": 2, "chapter_max": 3, "limit": 5}]})
+
 
 class DocumentOut(BaseModel):
     id: str
     text: str
     metadata: dict[str, Any]
+
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"id": "a", "text": "ROS 2 topics carry messages between nodes",
+         "metadata": {"chapter": 3, "tags": ["ros2"]}}]})
 
 
 class DocumentList(BaseModel):
@@ -96,11 +119,41 @@ class DocumentList(BaseModel):
     count: int
     total: int
 
+    model_config = ConfigDict(json_schema_extra={"examples": [{"documents": [
+        {"id": "a", "text": "ROS 2 topics carry messages between nodes",
+         "metadata": {"chapter": 3, "tags": ["ros2"]}}], "count": 1, "total": 1}]})
+
+class SourceSummary(BaseModel):
+    source_id: str = Field(description="The source's id: a file's path without its extension, "
+                           "'upload/NAME', or the id of a text or URL.")
+    origin: str = Field(description="directory, upload, text or url.")
+    source_path: str = Field(description="Path relative to the ingested root, file name or URL.")
+    source_hash: str | None = Field(description="SHA-256 of the bytes last ingested (null while "
+                                    "a first write is pending).")
+    state: str = Field(description="ingested (state and store agree), pending (a first write "
+                       "that has not finished) or modified (chunks were deleted outside "
+                       "ingestion; the next ingestion writes it again).")
+    chunk_count: int
+    created_at: str
+    updated_at: str
+    root: str | None = Field(None, description="Directory it was read from (local callers "
+                             "only; null over HTTP).")
+
+
+class SourceList(BaseModel):
+    sources: list[SourceSummary]
+    count: int
+    total: int
+
+
+class SourceOut(SourceSummary):
+    chunk_ids: list[str]
+    chunks_in_store: int = Field(description="How many of chunk_ids the store holds.")
+    title: str | None
 
 class ConnectionTest(BaseModel):
     """A provider and its config (``GET /api/providers/{name}/schema`` describes it)."""
 
-    model_config = ConfigDict(extra="forbid")
     provider: str = Field(description="A provider name, e.g. 'ragline-http'.")
     kind: Literal["stores", "embedders", "rerankers", "llms"] = Field(
         "stores", description="The provider's kind; collections route to 'stores'.")
@@ -108,6 +161,14 @@ class ConnectionTest(BaseModel):
                                     description="The provider's config; secrets are stored "
                                     "but never returned.")
 
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"provider": "ragline-http", "kind": "stores",
+         "options": {"base_url": "http://rag2:8000", "api_key": "rl_0123456789ab_secret"}}]})
+
 
 class ConnectionCreate(ConnectionTest):
     id: str = Field(description="The connection's id, used as ?service=ID.")
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"id": "staging", "provider": "ragline-http", "kind": "stores",
+         "options": {"base_url": "http://rag2:8000", "api_key": "rl_0123456789ab_secret"}}]})

@@ -13,6 +13,7 @@ from fastapi import APIRouter
 
 from ragline.api.deps import RL, Caller, Reader
 from ragline.api.schemas import BOOK_FILTERS, BookSearch, VectorSearch
+from ragline.api.schemas_out import BookSearchResults, SearchResults, ok
 from ragline.facade import SearchRequest, SearchResponse
 
 router = APIRouter(tags=["search"])
@@ -42,12 +43,16 @@ def render(res: SearchResponse) -> dict[str, Any]:
     return out
 
 
-@collection_router.post("/collections/{name}/search")
+@collection_router.post("/collections/{name}/search", responses=ok(SearchResults))
 async def search(name: str, body: VectorSearch, rl: RL, caller: Caller) -> dict[str, Any]:
+    """Dense, sparse or hybrid search over the caller's tenant's documents, with
+    ``where`` filters, optional reranking, metadata boosts and context expansion."""
     return render(await rl.search(caller, _request(body, name)))
 
 
-@router.post("/search")
+@router.post("/search", responses=ok(BookSearchResults))
 async def default_search(body: BookSearch, rl: RL, caller: Reader) -> dict[str, Any]:
+    """Spec 004's book search on the default (or named) collection with the book's
+    filters ANDed with ``where``. Public for ``RAGLINE_PUBLIC_SEARCH_TENANT`` when set."""
     res = await rl.search(caller, _request(body, body.collection))
     return {**render(res), "collection": res.collection}

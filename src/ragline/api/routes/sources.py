@@ -1,0 +1,37 @@
+"""Ingested sources of a collection: list them, read one, delete one with its state.
+
+A source is what ingestion wrote (a file of a tree, an upload, a text, a URL);
+``source_id`` may contain slashes (a file's path without its extension). Every
+call sees only the caller's tenant: another tenant's source is a 404.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from fastapi import APIRouter, Query
+
+from ragline.api.deps import RL, Caller
+from ragline.api.schemas import SourceList, SourceOut
+
+router = APIRouter(tags=["sources"])
+
+
+@router.get("/collections/{name}/sources", response_model=SourceList)
+def list_sources(name: str, rl: RL, caller: Caller, limit: int = Query(100, ge=0),
+                 offset: int = Query(0, ge=0)) -> dict[str, Any]:
+    sources, total = rl.list_sources(caller, name, limit, offset)
+    return {"sources": [asdict(s) for s in sources], "count": len(sources), "total": total}
+
+
+@router.get("/collections/{name}/sources/{source_id:path}", response_model=SourceOut)
+def get_source(name: str, source_id: str, rl: RL, caller: Caller) -> dict[str, Any]:
+    return asdict(rl.get_source(caller, name, source_id))
+
+
+@router.delete("/collections/{name}/sources/{source_id:path}")
+def delete_source(name: str, source_id: str, rl: RL, caller: Caller) -> dict[str, Any]:
+    n = rl.delete_source(caller, name, source_id)
+    return {"status": "deleted", "collection": name, "source_id": source_id,
+            "count_deleted": n}
