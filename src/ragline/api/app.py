@@ -70,10 +70,12 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
         app.include_router(meta.metrics_router)
     # Outermost: every response, errors included, carries X-Request-ID.
     app.add_middleware(RequestContextMiddleware, access_log_enabled=settings.access_log)
-    for module in (health, connections, sources, search, ingestion, context, rag_ingest,
+    for module in (health, connections, search, ingestion, context, rag_ingest,
                    rerank, keys, admin, chat, checklists):
         app.include_router(module.router)
-    routing.install(app, [collections.router, documents.router, search.collection_router])
+    # every /collections/... route takes ?service= and is also served under /api
+    routing.install(app, [collections.router, documents.router, sources.router,
+                          search.collection_router])
     console.install(app)
     _install_mcp(app)
     return app
