@@ -141,6 +141,9 @@ def test_collection_and_document_operations_route_to_the_named_service(
     hits = client.post("/api/collections/routed/search", params=q, headers=h,
                        json={"embedding": V[0], "limit": 2}).json()["results"]
     assert [x["id"] for x in hits] == ["d0", "d2"]
+    sources = client.get("/api/collections/routed/sources", params=q, headers=h)
+    assert sources.status_code == 200
+    assert sources.json() == remote.call("GET", "/collections/routed/sources").json()
     # the un-prefixed routes route too
     assert client.get("/collections/routed", params=q, headers=h).json()["count"] == 3
     merged = client.put("/api/collections/routed/metadata", headers=h,
