@@ -123,33 +123,6 @@ class DocumentList(BaseModel):
         {"id": "a", "text": "ROS 2 topics carry messages between nodes",
          "metadata": {"chapter": 3, "tags": ["ros2"]}}], "count": 1, "total": 1}]})
 
-class SourceSummary(BaseModel):
-    source_id: str = Field(description="The source's id: a file's path without its extension, "
-                           "'upload/NAME', or the id of a text or URL.")
-    origin: str = Field(description="directory, upload, text or url.")
-    source_path: str = Field(description="Path relative to the ingested root, file name or URL.")
-    source_hash: str | None = Field(description="SHA-256 of the bytes last ingested (null while "
-                                    "a first write is pending).")
-    state: str = Field(description="ingested (state and store agree), pending (a first write "
-                       "that has not finished) or modified (chunks were deleted outside "
-                       "ingestion; the next ingestion writes it again).")
-    chunk_count: int
-    created_at: str
-    updated_at: str
-    root: str | None = Field(None, description="Directory it was read from (local callers "
-                             "only; null over HTTP).")
-
-
-class SourceList(BaseModel):
-    sources: list[SourceSummary]
-    count: int
-    total: int
-
-
-class SourceOut(SourceSummary):
-    chunk_ids: list[str]
-    chunks_in_store: int = Field(description="How many of chunk_ids the store holds.")
-    title: str | None
 
 class ConnectionTest(BaseModel):
     """A provider and its config (``GET /api/providers/{name}/schema`` describes it)."""
