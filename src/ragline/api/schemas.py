@@ -78,6 +78,22 @@ class VectorSearch(BaseModel):
     expand: Literal["none", "neighbors", "section", "document"] = Field(
         "none", description="Add surrounding text to each hit: its prev/next chunks, its "
         "section or its whole source (see services/expand.py).")
+    group_by: str | None = Field(
+        None, min_length=1, description="Distinct results: 'source' (the document a chunk "
+        "came from) or a metadata field. 'limit' counts groups; each result is its group's "
+        "best hit, with up to group_size - 1 more under 'group'.")
+    group_size: int = Field(1, ge=1, le=100)
+    mmr: float | None = Field(
+        None, ge=0.0, le=1.0, description="Maximal marginal relevance: the weight of "
+        "relevance against novelty (1 = the ranking as is; 0.5-0.7 are common).")
+    overviews: Literal["yield", "keep"] | None = Field(
+        None, description="Whether an overview page (README/index) ranked above a page it "
+        "summarises yields to it (default: the server's search_overviews).")
+    relevance_threshold: float | None = Field(
+        None, ge=0.0, le=1.0, description="Drop hits whose 'relevance' (0.5 + cosine/2, "
+        "the chat's scale, the same in every mode) is below this.")
+    explain: bool = Field(False, description="Add 'scores': the raw per-leg scores "
+                          "(dense cosine, sparse BM25, fused, rerank, boost).")
 
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"query": "how do nodes talk?", "where": {"chapter": {"$lte": 3}}, "limit": 5}]})
@@ -122,3 +138,26 @@ class DocumentList(BaseModel):
     model_config = ConfigDict(json_schema_extra={"examples": [{"documents": [
         {"id": "a", "text": "ROS 2 topics carry messages between nodes",
          "metadata": {"chapter": 3, "tags": ["ros2"]}}], "count": 1, "total": 1}]})
+
+
+class ConnectionTest(BaseModel):
+    """A provider and its config (``GET /api/providers/{name}/schema`` describes it)."""
+
+    provider: str = Field(description="A provider name, e.g. 'ragline-http'.")
+    kind: Literal["stores", "embedders", "rerankers", "llms"] = Field(
+        "stores", description="The provider's kind; collections route to 'stores'.")
+    options: dict[str, Any] = Field(default_factory=dict,
+                                    description="The provider's config; secrets are stored "
+                                    "but never returned.")
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"provider": "ragline-http", "kind": "stores",
+         "options": {"base_url": "http://rag2:8000", "api_key": "rl_0123456789ab_secret"}}]})
+
+
+class ConnectionCreate(ConnectionTest):
+    id: str = Field(description="The connection's id, used as ?service=ID.")
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"id": "staging", "provider": "ragline-http", "kind": "stores",
+         "options": {"base_url": "http://rag2:8000", "api_key": "rl_0123456789ab_secret"}}]})

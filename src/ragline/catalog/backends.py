@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ragline.catalog.connections import ConnectionTable
 from ragline.catalog.conversations import ConversationTable
 from ragline.catalog.deliveries import Deliveries
 from ragline.catalog.ingest_state import IngestState, JobTable
@@ -21,6 +22,7 @@ from ragline.catalog.keys import KeyTable
 from ragline.catalog.sqlite import Catalog
 from ragline.catalog.tables import (
     CollectionCatalog,
+    ConnectionRows,
     ConversationRows,
     DeliveryRows,
     JobRows,
@@ -44,6 +46,7 @@ class CatalogTables:
     keys: KeyRows
     conversations: ConversationRows
     deliveries: DeliveryRows
+    connections: ConnectionRows
     close: Callable[[], None]
     sqlite: Catalog | None = None  # the embedded catalog (backups copy it); None if shared
     queue: JobQueue | None = None  # the shared job queue; None: jobs run in-process
@@ -57,7 +60,7 @@ def open_catalog(settings: Settings) -> CatalogTables:
         collections=catalog, sources=IngestState(catalog),
         jobs=JobTable(catalog, settings.data_dir / "uploads"), keys=KeyTable(catalog),
         conversations=ConversationTable(catalog), deliveries=Deliveries(catalog),
-        close=catalog.close, sqlite=catalog)
+        connections=ConnectionTable(catalog), close=catalog.close, sqlite=catalog)
 
 
 def _open_postgres(settings: Settings) -> CatalogTables:
@@ -65,7 +68,12 @@ def _open_postgres(settings: Settings) -> CatalogTables:
         import psycopg
         from psycopg_pool import ConnectionPool
 
-        from ragline.catalog.pg_access import PgConversationTable, PgDeliveries, PgKeyTable
+        from ragline.catalog.pg_access import (
+            PgConnectionTable,
+            PgConversationTable,
+            PgDeliveries,
+            PgKeyTable,
+        )
         from ragline.catalog.pg_catalog import PgCatalog
         from ragline.catalog.pg_ingest import PgIngestState, PgJobTable
         from ragline.catalog.pg_queue import JobQueue
@@ -92,4 +100,5 @@ def _open_postgres(settings: Settings) -> CatalogTables:
         collections=catalog, sources=PgIngestState(pool, o.db_schema, dsn),
         jobs=PgJobTable(queue, o.db_schema, o.job_max_attempts),
         keys=PgKeyTable(pool, o.db_schema), conversations=PgConversationTable(pool, o.db_schema),
-        deliveries=PgDeliveries(pool, o.db_schema), close=pool.close, queue=queue)
+        deliveries=PgDeliveries(pool, o.db_schema),
+        connections=PgConnectionTable(pool, o.db_schema), close=pool.close, queue=queue)

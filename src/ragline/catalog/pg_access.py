@@ -19,11 +19,12 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
+from ragline.catalog.connections import StoredConnection
 from ragline.catalog.conversations import Conversation, Message
 from ragline.catalog.keys import PREFIX, KeyRecord, hash_key, key_id, matches
 from ragline.catalog.pg_pool import connection
 from ragline.catalog.sqlite import now_iso
-from ragline.errors import NotFound
+from ragline.errors import ConnectionExists, NotFound
 
 
 class _Tables:
@@ -175,3 +176,36 @@ class PgDeliveries(_Tables):
     def forget(self, delivery_id: str) -> None:
         self._exec("DELETE FROM {d} WHERE delivery_id = %s", (delivery_id,),
                    d="webhook_deliveries")
+
+
+class PgConnectionTable(_Tables):
+    """Named connections (``connections.py``): secrets in a column of their own."""
+
+    def __init__(self, pool: ConnectionPool[Any], schema: str) -> None:
+        super().__init__(pool, schema, "connections")
+
+    @staticmethod
+    def _conn(row: dict[str, Any]) -> StoredConnection:
+        return StoredConnection(row["id"], row["kind"], row["provider"], dict(row["options"]),
+                                dict(row["secrets"]), row["created_at"])
+
+    def add(self, cid: str, kind: str, provider: str, options: dict[str, Any],
+            secrets: dict[str, Any]) -> StoredConnection:
+        if self._exec("INSERT INTO {c} VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                      (cid, kind, provider, Jsonb(options), Jsonb(secrets), now_iso()),
+                      c="connections") == 0:
+            raise ConnectionExists(f"Connection '{cid}' already exists")
+        found = self.get(cid)
+        assert found is not None
+        return found
+
+    def get(self, cid: str) -> StoredConnection | None:
+        rows = self._rows("SELECT * FROM {c} WHERE id = %s", (cid,), c="connections")
+        return self._conn(rows[0]) if rows else None
+
+    def all(self) -> list[StoredConnection]:
+        return [self._conn(r) for r in self._rows("SELECT * FROM {c} ORDER BY id",
+                                                  c="connections")]
+
+    def delete(self, cid: str) -> bool:
+        return self._exec("DELETE FROM {c} WHERE id = %s", (cid,), c="connections") > 0

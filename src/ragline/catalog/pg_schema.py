@@ -70,6 +70,11 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "ADD COLUMN created_at text NOT NULL DEFAULT ''",
         "UPDATE {s}.ingest_sources SET created_at = updated_at",
     ]),
+    (5, "named provider connections, as in the SQLite catalog", [
+        "CREATE TABLE {s}.connections (id text PRIMARY KEY, kind text NOT NULL, "
+        "provider text NOT NULL, options jsonb NOT NULL DEFAULT '{{}}', "
+        "secrets jsonb NOT NULL DEFAULT '{{}}', created_at text NOT NULL)",
+    ]),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

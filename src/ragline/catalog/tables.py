@@ -14,6 +14,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
+from ragline.catalog.connections import StoredConnection
 from ragline.catalog.conversations import Conversation, Message
 from ragline.catalog.ingest_state import Job, SourceState, StateRow
 from ragline.catalog.keys import KeyRecord
@@ -166,3 +167,16 @@ class DeliveryRows(Protocol):
     def first_time(self, delivery_id: str, window_s: float) -> bool: ...
 
     def forget(self, delivery_id: str) -> None: ...
+
+
+class ConnectionRows(Protocol):
+    """Named provider connections (``ConnectionTable``, ``PgConnectionTable``)."""
+
+    def add(self, cid: str, kind: str, provider: str, options: dict[str, Any],
+            secrets: dict[str, Any]) -> StoredConnection: ...
+
+    def get(self, cid: str) -> StoredConnection | None: ...
+
+    def all(self) -> list[StoredConnection]: ...
+
+    def delete(self, cid: str) -> bool: ...
