@@ -248,3 +248,23 @@ def test_the_write_lock_holds_across_processes(pair: tuple[Ragline, Ragline]) ->
     # another tenant does not wait; the lock is re-entrant
     with state.writing("book", "other"), state.writing("book", "other"):
         pass
+
+
+def test_named_connections_are_shared(pair: tuple[Ragline, Ragline]) -> None:
+    from ragline.catalog.tables import ConnectionRows
+    from ragline.errors import ConnectionExists
+
+    a, b = pair
+    mine: ConnectionRows = a.services.tables.connections
+    theirs: ConnectionRows = b.services.tables.connections
+    mine.add("staging", "stores", "ragline-http", {"base_url": "http://127.0.0.1:9"},
+             {"api_key": "sekret"})
+    stored = theirs.get("staging")
+    assert stored is not None and stored.provider == "ragline-http"
+    assert (stored.options, stored.secrets) == ({"base_url": "http://127.0.0.1:9"},
+                                                {"api_key": "sekret"})
+    assert [c.id for c in theirs.all()] == ["staging"]
+    with pytest.raises(ConnectionExists):
+        theirs.add("staging", "stores", "ragline-http", {}, {})
+    assert theirs.delete("staging") and mine.get("staging") is None
+    assert not mine.delete("staging")
