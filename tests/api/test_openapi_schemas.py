@@ -142,7 +142,7 @@ def test_hardening_statuses_are_documented(doc: dict[str, Any]) -> None:
 
 # -- real responses --------------------------------------------------------------------------
 class _Page(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:
         body = b"<html><head><title>Topics</title></head><body><p>Nodes talk over " \
                b"topics.</p></body></html>"
         self.send_response(200)

@@ -30,6 +30,7 @@ from ragline.errors import (
     TooManyRequests,
 )
 from ragline.observability import metrics
+from ragline.observability.memory import release_freed_memory
 from ragline.services.ingest import IngestService
 from ragline.services.ingest_stats import IngestStats, Progress, check_mode
 from ragline.services.validation import check_collection_name
@@ -230,6 +231,7 @@ class JobService:
             shutil.rmtree(self.uploads_dir / job_id, ignore_errors=True)
             with self._lock:
                 self._futures.pop(job_id, None)
+            release_freed_memory()  # a job parsed, chunked and embedded whole files
         return self.get(job_id)
 
     def _execute(self, job: Job, report: Progress, stats: IngestStats) -> dict[str, Any] | None:
