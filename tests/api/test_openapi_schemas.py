@@ -186,7 +186,7 @@ class Recorder:
         for template, ops in self.doc["paths"].items():
             if method.lower() not in ops:
                 continue
-            pattern = re.sub(r"\{(doc_id|parent_doc_id)\}", ".+", template)
+            pattern = re.sub(r"\{(doc_id|parent_doc_id|source_id)\}", ".+", template)
             pattern = re.sub(r"\{[a-z_]+\}", "[^/]+", pattern)
             if re.fullmatch(pattern, path.split("?")[0]):
                 found.append((len(re.sub(r"\{[a-z_]+\}", "", template)), template))
@@ -278,6 +278,12 @@ def test_real_responses_match_their_declared_schemas(
     call("get", f"/context/{chunk['id']}", 200)
     call("get", f"/context/{chunk['id']}", 200, params={"window": 2})
     call("get", f"/lesson/{chunk['metadata']['parent_doc_id']}", 200)
+    # sources: what the directory job wrote, one of them read and deleted
+    listed = call("get", "/collections/kb/sources", 200, params={"limit": 50}).json()
+    assert listed["sources"], listed
+    source_id = listed["sources"][-1]["source_id"]
+    call("get", f"/collections/kb/sources/{source_id}", 200)
+    call("delete", f"/collections/kb/sources/{source_id}", 200)
     # per-user ingestion: processed (201) and, above ingest_sync_max_bytes, a job (202)
     call("post", "/api/rag/ingest/text", 201, json={"text": "Topics carry messages.",
                                                      "title": "Topics"})

@@ -73,7 +73,7 @@ PROVIDER_CALLS = {"/collections/{name}/search", "/search", "/collections/{name}/
 PARAM_EXAMPLES = {"name": "docs", "doc_id": "a", "chunk_id": "c8",
                   "parent_doc_id": "module-1/lesson-1",
                   "job_id": "97ab568c9b154ac5b34407c32280990d", "key_id": "d1c449346431",
-                  "conversation_id": "c0ffee"}
+                  "conversation_id": "c0ffee", "source_id": "chapter-3/topics"}
 """An example for every path parameter (by name), so each operation shows a whole request."""
 
 

@@ -102,6 +102,58 @@ class CollectionDeleted(BaseModel):
     model_config = _example({"status": "deleted", "collection": "docs"})
 
 
+# -- sources ---------------------------------------------------------------------------------
+SOURCE: dict[str, Any] = {
+    "source_id": "chapter-3/topics", "origin": "directory", "source_path": "chapter-3/topics.md",
+    "source_hash": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    "state": "ingested", "chunk_count": 2, "created_at": TS, "updated_at": TS, "root": None}
+
+class SourceSummary(BaseModel):
+    source_id: str = Field(description="The source's id: a file's path without its extension, "
+                           "'upload/NAME', or the id of a text or URL.")
+    origin: str = Field(description="directory, upload, text or url.")
+    source_path: str = Field(description="Path relative to the ingested root, file name or URL.")
+    source_hash: str | None = Field(description="SHA-256 of the bytes last ingested (null while "
+                                    "a first write is pending).")
+    state: str = Field(description="ingested (state and store agree), pending (a first write "
+                       "that has not finished) or modified (chunks were deleted outside "
+                       "ingestion; the next ingestion writes it again).")
+    chunk_count: int
+    created_at: str
+    updated_at: str
+    root: str | None = Field(None, description="Directory it was read from (local callers "
+                             "only; null over HTTP).")
+
+    model_config = _example(SOURCE)
+
+
+class SourceList(BaseModel):
+    sources: list[SourceSummary]
+    count: int
+    total: int
+
+    model_config = _example({"sources": [SOURCE], "count": 1, "total": 1})
+
+
+class SourceOut(SourceSummary):
+    chunk_ids: list[str]
+    chunks_in_store: int = Field(description="How many of chunk_ids the store holds.")
+    title: str | None
+
+    model_config = _example({**SOURCE, "chunk_ids": ["chapter-3/topics#0", "chapter-3/topics#1"],
+                             "chunks_in_store": 2, "title": "Topics"})
+
+
+class SourceDeleted(BaseModel):
+    status: Literal["deleted"]
+    collection: str
+    source_id: str
+    count_deleted: int = Field(description="Chunks removed from the store.")
+
+    model_config = _example({"status": "deleted", "collection": "docs",
+                             "source_id": "chapter-3/topics", "count_deleted": 2})
+
+
 # -- documents -------------------------------------------------------------------------------
 class DocumentsAdded(BaseModel):
     status: Literal["success"]

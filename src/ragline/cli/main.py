@@ -28,15 +28,19 @@ def _register_subcommands() -> None:
     from ragline.cli.keys_cmd import keys_app
     from ragline.cli.mcp_cmd import mcp
     from ragline.cli.models_cmd import models_app
+    from ragline.cli.sources_cmd import sources_app
+    from ragline.cli.verify_cmd import verify
 
     app.add_typer(eval_app, name="eval")
     app.add_typer(keys_app, name="keys")
     app.add_typer(models_app, name="models")
     app.add_typer(config_app, name="config")
+    app.add_typer(sources_app, name="sources")
     app.command("backup")(backup)
     app.command("restore")(restore)
     app.command("ingest")(ingest)
     app.command("mcp")(mcp)
+    app.command("verify")(verify)
 
 
 def _cross_encoder_help() -> str:

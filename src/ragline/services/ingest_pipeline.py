@@ -13,6 +13,10 @@ writes is what makes every crash repairable by the next run:
    written by a run that crashed before updating the state.
 4. ``commit``: the state row gets the new hash and chunk ids, last.
 
+Before step 3 deletes chunks that an existing row lists, that row is marked
+``modified``, so at every moment a clean row's chunks are all in the store: a
+crash between 3 and 4 can never make a re-upload of the old bytes "unchanged".
+
 A crash between any two steps leaves searchable chunks (old, new, or both for
 a moment) and a state that still says "changed", so the next run redoes the
 source. Embeddings of chunks whose text did not change are reused from the
@@ -275,6 +279,10 @@ class Pipeline:
             self._pending = self._writer.submit(self._write, group)
 
     def _write(self, group: list[Prepared]) -> None:
+        with self.state.writing(self.t.info.name, self.t.tenant):
+            self._write_locked(group)
+
+    def _write_locked(self, group: list[Prepared]) -> None:
         records = [r for p in group for r in p.records]
         # 507 before the store is touched (issue 10); the run stops here and the next
         # run repairs, as after a crash
@@ -283,9 +291,18 @@ class Pipeline:
                                      for r in records if r.embedding is not None))
         for start in range(0, len(records), UPSERT_BATCH):
             self.store.upsert(self.shard, records[start:start + UPSERT_BATCH])
+        stale_of: list[set[str]] = []
         for p in group:
+            stale_of.append((set(p.old_ids) | self.stored_ids(p.state.source_id))
+                            - set(p.state.chunk_ids))
+        # a row about to lose chunks it lists is never "unchanged" until the commit below
+        # (a crash in between: a re-upload of the old bytes must not answer unchanged)
+        losing = [p.state.source_id for p, stale in zip(group, stale_of, strict=True)
+                  if stale & set(p.old_ids)]
+        if losing:
+            self.state.mark_modified(self.t.info.name, self.shard, self.t.tenant, losing)
+        for p, stale in zip(group, stale_of, strict=True):
             new = set(p.state.chunk_ids)
-            stale = (set(p.old_ids) | self.stored_ids(p.state.source_id)) - new
             if stale:
                 self.stats.chunks_deleted += self.store.delete_ids(
                     self.shard, self.t.tenant, sorted(stale))
@@ -310,9 +327,14 @@ class Pipeline:
                 self._writer.shutdown(wait=True)
 
     def delete_source(self, old: SourceState) -> None:
-        """Remove a source that disappeared: its chunks first, its state row last."""
-        n = self.store.delete_ids(self.shard, self.t.tenant, old.chunk_ids)
-        n += self.store.delete_where(self.shard, self.t.tenant,
-                                     Eq("parent_doc_id", old.source_id))
-        self.stats.chunks_deleted += n
-        self.state.drop(self.t.info.name, self.shard, self.t.tenant, [old.source_id])
+        """Remove a source: mark its row modified, delete its chunks, drop the row. A crash
+        in between leaves a row that is never "unchanged" (its file gone, or its chunks):
+        the next run, a re-upload or ``ragline verify --repair`` finishes the job."""
+        name, tenant = self.t.info.name, self.t.tenant
+        with self.state.writing(name, tenant):
+            self.state.mark_modified(name, self.shard, tenant, [old.source_id])
+            n = self.store.delete_ids(self.shard, self.t.tenant, old.chunk_ids)
+            n += self.store.delete_where(self.shard, self.t.tenant,
+                                         Eq("parent_doc_id", old.source_id))
+            self.stats.chunks_deleted += n
+            self.state.drop(name, self.shard, tenant, [old.source_id])
