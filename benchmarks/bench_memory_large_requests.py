@@ -1,18 +1,21 @@
 """Server RSS before, during and after large requests (issue 10: memory back near baseline).
 
 Starts the real server (``ragline serve``) on a fresh data directory, warms it up
-(a collection, one small write, one search, so the model and the store are loaded),
-then records the resident set size (``/proc/<pid>/status`` VmRSS) as baseline and
-sends, ``--rounds`` times over:
+(two collections, one small write and one search each, so the model is loaded and
+both shards are open), then records the resident set size (``/proc/<pid>/status``:
+``VmRSS``, ``RssAnon``, ``RssFile``) as baseline and sends, ``--rounds`` times over:
 
 * a write of pre-computed embeddings close to ``max_request_bytes`` (JSON body);
 * a document at ``max_document_chars`` embedded by the local model;
 * a search with a query at ``max_query_chars``;
 * requests over each limit (refused before work: 413).
 
-RSS is read after every round and once more after a short pause. The ratio
-``after / baseline`` is what the issue asks to keep near 1; the peak shows the
-cost while a request runs.
+RSS is read after every step and once more after a short pause (``settled``). The ratio
+``settled / baseline`` is what the issue asks to keep near 1; the peak shows the cost
+while a request runs. Finally the server is restarted on the same data directory and
+measured after the same warm-up (``fresh_process_same_data``): what holding the data
+costs a process that never saw a large request. ``--env NAME=VALUE`` passes settings or
+allocator variables (``MALLOC_ARENA_MAX=2``) to the server.
 
     python benchmarks/bench_memory_large_requests.py --rounds 3 --body-mb 32
 """
