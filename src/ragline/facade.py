@@ -64,7 +64,7 @@ from ragline.services.ingestion import IngestionService, IngestOutcome, IngestSo
 from ragline.services.jobs import JobService, job_progress
 from ragline.services.operations import OperationsService
 from ragline.services.retrieval import BatchSettings, RetrievalService
-from ragline.services.searching import SearchRequest, SearchResponse, SearchService
+from ragline.services.searching import SearchHit, SearchRequest, SearchResponse, SearchService
 from ragline.services.slots import build_reranker, build_store, check_model_name
 from ragline.services.sources import SourceDetail, SourceInfo, SourceService
 from ragline.services.validation import InputLimits
@@ -82,8 +82,8 @@ RERANKER_NOT_LOADED = "Cross-encoder not loaded. Start server with --cross-encod
 __all__ = [
     "CollectionView", "DocumentInput", "IngestOutcome", "IngestSource", "IngestStats", "Job",
     "KeyRecord", "Principal",
-    "Ragline", "SearchRequest", "SearchResponse", "SourceDetail", "SourceInfo", "VerifyReport",
-    "holder_address", "job_counters",
+    "Ragline", "SearchHit", "SearchRequest", "SearchResponse", "SourceDetail", "SourceInfo",
+    "VerifyReport", "holder_address", "job_counters",
     "job_progress", "restore_backup", "unpack_backup",
 ]
 
@@ -214,7 +214,8 @@ class Ragline(AnswersMixin):
         retrieval = RetrievalService(
             collections, store, embedders, s.rrf_k, s.hybrid_candidates,
             reranker=self._reranker, fusion=s.hybrid_fusion,
-            batch=BatchSettings(s.search_max_batch, s.search_max_wait_ms, s.search_workers))
+            batch=BatchSettings(s.search_max_batch, s.search_max_wait_ms, s.search_workers),
+            overviews=s.search_overviews, overview_window=s.search_overview_window)
         retrieval.limits = InputLimits.from_settings(s)
         search = SearchService(s, collections, retrieval)
         state = IngestState(catalog)
@@ -223,6 +224,8 @@ class Ragline(AnswersMixin):
         disk = DiskGuard(s.data_dir, s.disk_reserve_bytes)
         collections.disk = documents.disk = ingest.disk = disk
         jobs = JobService(JobTable(catalog), ingest, s.job_workers, s.data_dir / "uploads")
+        indexing = IndexingService(store, s.indexing_min_points, s.indexing_growth,
+                                   s.indexing_interval_s)
         ingestion = IngestionService(s, ingest, jobs, search)
         return Services(
             catalog=catalog, store=store, embedders=embedders, collections=collections,
@@ -233,10 +236,8 @@ class Ragline(AnswersMixin):
             auth=AuthService(s, KeyTable(catalog)),
             backups=BackupService(catalog, store),
             operations=OperationsService(s.data_dir, store, collections, embedders, retrieval,
-                                         self._reranker, disk),
-            reranker=reranker,
-            indexing=IndexingService(store, s.indexing_min_points, s.indexing_growth,
-                                     s.indexing_interval_s),
+                                         self._reranker, disk, indexing),
+            reranker=reranker, indexing=indexing,
             answers=build_answers(s, catalog, collections, embedders, search, self._llm),
             sources=SourceService(collections, store, state, documents, ingest),
             verify=VerifyService(collections, store, state))

@@ -78,6 +78,22 @@ class VectorSearch(BaseModel):
     expand: Literal["none", "neighbors", "section", "document"] = Field(
         "none", description="Add surrounding text to each hit: its prev/next chunks, its "
         "section or its whole source (see services/expand.py).")
+    group_by: str | None = Field(
+        None, min_length=1, description="Distinct results: 'source' (the document a chunk "
+        "came from) or a metadata field. 'limit' counts groups; each result is its group's "
+        "best hit, with up to group_size - 1 more under 'group'.")
+    group_size: int = Field(1, ge=1, le=100)
+    mmr: float | None = Field(
+        None, ge=0.0, le=1.0, description="Maximal marginal relevance: the weight of "
+        "relevance against novelty (1 = the ranking as is; 0.5-0.7 are common).")
+    overviews: Literal["yield", "keep"] | None = Field(
+        None, description="Whether an overview page (README/index) ranked above a page it "
+        "summarises yields to it (default: the server's search_overviews).")
+    relevance_threshold: float | None = Field(
+        None, ge=0.0, le=1.0, description="Drop hits whose 'relevance' (0.5 + cosine/2, "
+        "the chat's scale, the same in every mode) is below this.")
+    explain: bool = Field(False, description="Add 'scores': the raw per-leg scores "
+                          "(dense cosine, sparse BM25, fused, rerank, boost).")
 
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"query": "how do nodes talk?", "where": {"chapter": {"$lte": 3}}, "limit": 5}]})

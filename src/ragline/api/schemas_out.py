@@ -200,10 +200,19 @@ class SearchHitOut(BaseModel):
     expand: str | None = Field(None, description="With 'expand' other than none.")
     context: str | None = Field(None, description="The text around the hit ('expand').")
     context_ids: list[str] | None = Field(None, description="The chunks 'context' joins.")
+    relevance: float | None = Field(
+        None, description="0.5 + cosine/2 between the query's and the chunk's embeddings, in "
+        "[0, 1]: the same in every mode (the chat's relevance scale); absent without "
+        "embeddings. See docs/search.md.")
+    scores: dict[str, float | None] | None = Field(
+        None, description="With 'explain': raw per-leg scores (dense, sparse, fused, "
+        "rerank, boost); sparse is null for a hit outside the BM25 candidates.")
+    group: list[SearchHitOut] | None = Field(
+        None, description="With 'group_by': the other hits of this hit's group, best first.")
 
 
 _HIT = {"id": "a", "text": "ROS 2 topics carry messages between nodes",
-        "metadata": {"chapter": 3, "tags": ["ros2"]}, "score": 0.83}
+        "metadata": {"chapter": 3, "tags": ["ros2"]}, "score": 0.83, "relevance": 0.91}
 
 
 class SearchResults(BaseModel):
@@ -482,6 +491,10 @@ class InfoOut(BaseModel):
     storage_bytes: int
     embedding_cache: dict[str, Any] = Field(description="Per embedder: hits, misses, size.")
     search_batching: dict[str, Any]
+    indexing: dict[str, Any] | None = Field(
+        None, description="Background index builds of the embedded store (null for stores "
+        "without them): enabled, builds, failures, building, pending, last_swap_stall_ms, "
+        "last_build (step timings in seconds).")
 
     model_config = _example({
         "version": "0.1.0",
@@ -490,7 +503,12 @@ class InfoOut(BaseModel):
                          "embedding_model": None}],
         "total_documents": 26, "storage_bytes": 2174976,
         "embedding_cache": {"local:all-MiniLM-L6-v2": {"hits": 1, "misses": 2, "size": 2}},
-        "search_batching": {"batches": 2, "items": 2, "mean_batch": 1.0}})
+        "search_batching": {"batches": 2, "items": 2, "mean_batch": 1.0},
+        "indexing": {"enabled": True, "builds": 1, "failures": 0, "building": False,
+                     "pending": 0, "last_swap_stall_ms": 512.3,
+                     "last_build": {"copy_s": 0.4, "build_s": 61.2, "load_s": 0.31,
+                                    "locked_s": 0.05, "close_s": 0.15, "replayed": 12,
+                                    "total_s": 62.3}}})
 
 
 class ProviderInfo(BaseModel):

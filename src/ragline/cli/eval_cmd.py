@@ -22,6 +22,12 @@ def beir(
     provider: Annotated[str, typer.Option(help="Embedding provider for a new collection.")]
     = "local",
     data_dir: Annotated[Path | None, typer.Option(help="Data directory.")] = None,
+    overviews: Annotated[str | None, typer.Option(
+        help="yield or keep: the overview prior (default: the server's setting).")] = None,
+    mmr: Annotated[float | None, typer.Option(
+        help="MMR weight of relevance against novelty, 0-1 (default: off).")] = None,
+    group_by: Annotated[str | None, typer.Option(
+        help="Distinct results per 'source' or metadata field (default: off).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print metrics as JSON last.")] = False,
 ) -> None:
     """Ingest PATH (once) and report nDCG@10, Recall@100 and MRR@10."""
@@ -48,7 +54,8 @@ def beir(
         else:
             console.print(f"collection '{collection}' already holds the corpus; not re-ingested")
         t1 = time.perf_counter()
-        metrics = b.score(data, b.run(rl, data, collection, mode))
+        metrics = b.score(data, b.run(rl, data, collection, mode,
+                                      options=_search_options(overviews, mmr, group_by)))
         elapsed = time.perf_counter() - t1
         console.print(f"{metrics['queries']} queries in {elapsed:.1f}s "
                       f"(mode={mode or 'auto'})")
@@ -58,6 +65,17 @@ def beir(
             typer.echo(json.dumps(metrics))
     finally:
         rl.close()
+
+
+def _search_options(overviews: str | None, mmr: float | None,
+                    group_by: str | None) -> dict[str, Any]:
+    """The result-shaping options of ``SearchRequest`` the eval commands expose."""
+    if overviews not in (None, "yield", "keep"):
+        raise typer.BadParameter("--overviews must be yield or keep")
+    if mmr is not None and not 0.0 <= mmr <= 1.0:
+        raise typer.BadParameter("--mmr must be between 0 and 1")
+    out: dict[str, Any] = {"overviews": overviews, "mmr": mmr, "group_by": group_by}
+    return {k: v for k, v in out.items() if v is not None}
 
 
 @eval_app.command("questions")
@@ -83,6 +101,12 @@ def questions(
     max_regressions: Annotated[int | None, typer.Option(
         help="Fail when more questions than this rank worse than in --baseline.")] = None,
     data_dir: Annotated[Path | None, typer.Option(help="Data directory.")] = None,
+    overviews: Annotated[str | None, typer.Option(
+        help="yield or keep: the overview prior (default: the server's setting).")] = None,
+    mmr: Annotated[float | None, typer.Option(
+        help="MMR weight of relevance against novelty, 0-1 (default: off).")] = None,
+    group_by: Annotated[str | None, typer.Option(
+        help="Distinct results per 'source' or metadata field (default: off).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON last.")]
     = False,
 ) -> None:
@@ -116,7 +140,8 @@ def questions(
     try:
         t0 = time.perf_counter()
         try:
-            report = ev.evaluate(rl, qs, collection, mode, ks=ks, depth=depth, where=filt)
+            report = ev.evaluate(rl, qs, collection, mode, ks=ks, depth=depth, where=filt,
+                                 options=_search_options(overviews, mmr, group_by))
         except RaglineError as exc:
             console.print(f"[red]error:[/red] {exc.message}")
             raise typer.Exit(2) from exc

@@ -82,13 +82,17 @@ def _doc_text(doc: dict[str, str]) -> str:
 
 
 def run(rl: Ragline, data: BeirData, collection: str, mode: str | None,
-        depth: int = 100) -> dict[str, dict[str, float]]:
+        depth: int = 100, options: dict[str, Any] | None = None) -> dict[str, dict[str, float]]:
+    """Every query's top ``depth`` as a run for trec_eval. Scored by rank (``depth -
+    position``), so that stages which reorder without rescoring (the overview prior,
+    MMR, grouping) are scored in the order users see."""
     runs: dict[str, dict[str, float]] = {}
     me = rl.owner()
     for qid, text in data.queries.items():
         res = rl.search_sync(me, SearchRequest(
-            collection=collection, query=text, mode=mode, limit=depth))  # type: ignore[arg-type]
-        runs[qid] = {h.id: float(h.score) for h in res.hits}
+            collection=collection, query=text, mode=mode, limit=depth,  # type: ignore[arg-type]
+            **(options or {})))
+        runs[qid] = {h.id: float(depth - i) for i, h in enumerate(res.hits)}
     return runs
 
 

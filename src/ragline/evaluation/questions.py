@@ -190,9 +190,11 @@ def score(results: Sequence[QuestionResult], ks: Iterable[int] = DEFAULT_KS) -> 
 
 def evaluate(rl: Ragline, questions: Sequence[Question], collection: str,
              mode: str | None = None, *, ks: Iterable[int] = DEFAULT_KS, depth: int = 50,
-             where: dict[str, Any] | None = None) -> Report:
+             where: dict[str, Any] | None = None,
+             options: dict[str, Any] | None = None) -> Report:
     """Search every question in ``collection`` (as the data directory's owner) and rank
-    its expected sources."""
+    its expected sources. ``options`` are further ``SearchRequest`` fields (``mmr``,
+    ``group_by``, ``overviews``...), recorded in the report's config."""
     ks = sorted(set(ks))
     depth = max(depth, *ks)
     me = rl.owner()
@@ -202,7 +204,7 @@ def evaluate(rl: Ragline, questions: Sequence[Question], collection: str,
         combined = (filters[0] if len(filters) == 1 else {"$and": filters}) if filters else None
         res = rl.search_sync(me, SearchRequest(
             collection=collection, query=q.question, mode=mode,  # type: ignore[arg-type]
-            where=combined, limit=depth))
+            where=combined, limit=depth, **(options or {})))
         rank = source_rank = None
         sources: list[str] = []
         for position, hit in enumerate(res.hits, start=1):
@@ -214,7 +216,7 @@ def evaluate(rl: Ragline, questions: Sequence[Question], collection: str,
         results.append(QuestionResult(q.id, q.question, q.expected, rank, source_rank,
                                       sources[: max(ks)]))
     config = {"collection": collection, "mode": mode or "auto", "depth": depth, "ks": ks,
-              "where": where}
+              "where": where, **(options or {})}
     return Report(score(results, ks), results, config)
 
 

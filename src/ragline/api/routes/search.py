@@ -12,11 +12,12 @@ from typing import Any
 from fastapi import APIRouter
 
 from ragline.api.deps import RL, Caller, Reader
+from ragline.api.fast_json import FastJSONRoute
 from ragline.api.schemas import BOOK_FILTERS, BookSearch, VectorSearch
 from ragline.api.schemas_out import BookSearchResults, SearchResults, ok
-from ragline.facade import SearchRequest, SearchResponse
+from ragline.facade import SearchHit, SearchRequest, SearchResponse
 
-router = APIRouter(tags=["search"])
+router = APIRouter(tags=["search"], route_class=FastJSONRoute)
 
 
 def _request(body: VectorSearch, collection: str | None) -> SearchRequest:
@@ -25,15 +26,23 @@ def _request(body: VectorSearch, collection: str | None) -> SearchRequest:
     return SearchRequest(collection=collection, filters=filters, **fields)
 
 
+def _hit(h: SearchHit) -> dict[str, Any]:
+    item: dict[str, Any] = {"id": h.id, "text": h.text, "metadata": h.metadata,
+                            "score": h.score}
+    if h.relevance is not None:
+        item["relevance"] = h.relevance
+    if h.scores is not None:
+        item["scores"] = h.scores
+    if h.embedding is not None:
+        item["embedding"] = h.embedding
+    item.update(h.context)
+    if h.group is not None:
+        item["group"] = [_hit(x) for x in h.group]
+    return item
+
+
 def render(res: SearchResponse) -> dict[str, Any]:
-    results = []
-    for h in res.hits:
-        item: dict[str, Any] = {"id": h.id, "text": h.text, "metadata": h.metadata,
-                                "score": h.score}
-        if h.embedding is not None:
-            item["embedding"] = h.embedding
-        item.update(h.context)
-        results.append(item)
+    results = [_hit(h) for h in res.hits]
     out: dict[str, Any] = {"results": results, "mode": res.mode,
                            "took_ms": round(res.took_ms, 2), "stages": res.stages}
     if res.warnings:
