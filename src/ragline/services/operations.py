@@ -104,7 +104,7 @@ class OperationsService:
                          "embedding_model": c.embedding_model})
         return {"version": __version__, "collections": cols, "total_documents": total,
                 "storage_bytes": disk_usage(self.data_dir),
-                "embedding_cache": self.embedders.stats(),
+                **self._embedding_cache(),
                 "search_batching": self.retrieval.batching_stats(),
                 "indexing": self._indexing_stats()}
 
@@ -117,6 +117,23 @@ class OperationsService:
         except Exception:  # /info answers whatever a shard does meanwhile
             log.exception("indexing stats failed")
             return None
+
+    def _embedding_cache(self) -> dict[str, Any]:
+        """Per cache key (``connectionId:model``): hits, misses, size, batching and the
+        collections that share it; plus the totals over every key."""
+        per_key = self.embedders.stats()
+        for c in self.collections.all():
+            if not c.embedding_provider or not self.embedders.known(c.embedding_provider):
+                continue
+            loaded = self.embedders.loaded(c.embedding_provider, c.embedding_model)
+            if loaded is not None and loaded.cache_key in per_key:
+                per_key[loaded.cache_key].setdefault("collections", []).append(c.name)
+        hits = sum(int(e.get("hits", 0)) for e in per_key.values())
+        misses = sum(int(e.get("misses", 0)) for e in per_key.values())
+        return {"embedding_cache": per_key,
+                "embedding_cache_totals": {
+                    "hits": hits, "misses": misses,
+                    "hit_rate": round(hits / (hits + misses), 4) if hits + misses else None}}
 
     @staticmethod
     def providers() -> dict[str, Any]:

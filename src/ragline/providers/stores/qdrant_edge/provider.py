@@ -37,7 +37,7 @@ from ragline.core.sparse import copy_tree_sparse
 from ragline.core.types import Page, Record, Scalar, ScoredRecord, StoreQuery
 from ragline.errors import ShardGone, StoreError
 from ragline.observability.memory import release_freed_memory
-from ragline.providers.base import Health, ProviderConfig
+from ragline.providers.base import Health, ProviderConfig, config_schema
 from ragline.providers.stores.qdrant_common.fields import FieldKinds
 from ragline.providers.stores.qdrant_common.filters import bool_path, field_path, point_payload
 from ragline.providers.stores.qdrant_edge import generations
@@ -603,7 +603,7 @@ class QdrantEdgeStore:
 
     @classmethod
     def connection_schema(cls) -> dict[str, Any]:
-        return QdrantEdgeConfig.model_json_schema()
+        return config_schema(QdrantEdgeConfig)
 
     def capabilities(self) -> list[str]:
         return list(self.CAPABILITIES)
@@ -614,7 +614,9 @@ class QdrantEdgeStore:
             probe = self.root / ".health"
             probe.write_text("ok")
             probe.unlink()
-            return Health.now("ok", {"engine": "qdrant-edge", "open_shards": len(self._shards)})
+            return Health.now("ok", {"engine": "qdrant-edge", "open_shards": len(self._shards),
+                                     "collection_count": len(self.shard_keys()),
+                                     "storage_bytes": disk_usage(self.root)})
         except OSError as exc:  # the reason, never the server's path
             return Health.now("down", {"engine": "qdrant-edge"},
                               error=f"the data directory is not writable ({exc.strerror})")
