@@ -19,8 +19,6 @@ request than it needs, so a hostile client costs little (issue 10):
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import ipaddress
 import json
 import logging
@@ -34,6 +32,7 @@ import anyio.to_thread
 import orjson
 
 from ragline.errors import PayloadTooLarge
+from ragline.observability.memory import TRIM_AFTER_BYTES, release_freed_memory
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -185,18 +184,18 @@ class RequestGuard:
         if ctype == "application/json" and method in ("POST", "PUT", "PATCH", "DELETE"):
             await self._json(scope, receive, send, limit, name)
             return
-        await self.app(scope, self._counting(receive, limit, name), send)
+        seen = [0]
+        await self.app(scope, self._counting(receive, limit, name, seen), send)
+        if seen[0] >= TRIM_AFTER_BYTES:  # an upload: parsed, ingested, freed
+            await anyio.to_thread.run_sync(release_freed_memory)
 
     @staticmethod
-    def _counting(receive: Receive, limit: int, name: str) -> Receive:
-        seen = 0
-
+    def _counting(receive: Receive, limit: int, name: str, seen: list[int]) -> Receive:
         async def wrapped() -> Message:
-            nonlocal seen
             message = await receive()
             if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > limit:  # the error handler answers 413
+                seen[0] += len(message.get("body", b""))
+                if seen[0] > limit:  # the error handler answers 413
                     raise PayloadTooLarge(
                         f"Request body too large: more than {limit} bytes (setting {name})")
             return message
@@ -218,6 +217,8 @@ class RequestGuard:
                 await _respond(send, 413, "payload_too_large",
                                f"Request body too large: more than {limit} bytes "
                                f"(setting {name})")
+                del chunks
+                await anyio.to_thread.run_sync(release_freed_memory)
                 return
             chunks.append(part)
             if not message.get("more_body", False):
@@ -249,16 +250,6 @@ class RequestGuard:
         if len(body) >= TRIM_AFTER_BYTES:
             del body
             await anyio.to_thread.run_sync(release_freed_memory)
-
-
-TRIM_AFTER_BYTES = 4 * 1024 * 1024
-
-
-def release_freed_memory() -> None:
-    """Hand freed heap pages back to the OS after a large request (glibc keeps them
-    otherwise, so RSS stayed high after a large body; issue 10). No-op elsewhere."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 WEBHOOK_PATH = "/ingestion/webhook/github"

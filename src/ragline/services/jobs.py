@@ -30,6 +30,7 @@ from ragline.errors import (
     TooManyRequests,
 )
 from ragline.observability import metrics
+from ragline.observability.memory import release_freed_memory
 from ragline.services.ingest import IngestService
 from ragline.services.ingest_stats import IngestStats, Progress, check_mode
 from ragline.services.validation import check_collection_name
@@ -232,6 +233,7 @@ class JobService:
                 self.table.drop_input(job_id)
             with self._lock:
                 self._futures.pop(job_id, None)
+            release_freed_memory()  # a job parsed, chunked and embedded whole files
         return self.get(job_id)
 
     def _cancelled(self, job: Job, stats: IngestStats, duration_s: float, message: str) -> None:

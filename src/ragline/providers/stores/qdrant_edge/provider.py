@@ -36,6 +36,7 @@ from ragline.core.ids import point_id
 from ragline.core.sparse import copy_tree_sparse
 from ragline.core.types import Page, Record, Scalar, ScoredRecord, StoreQuery
 from ragline.errors import ShardGone, StoreError
+from ragline.observability.memory import release_freed_memory
 from ragline.providers.base import Health, ProviderConfig, config_schema
 from ragline.providers.stores.qdrant_common.fields import FieldKinds
 from ragline.providers.stores.qdrant_common.filters import bool_path, field_path, point_payload
@@ -212,6 +213,9 @@ class QdrantEdgeStore:
             except Exception as exc:
                 raise StoreError(f"cannot open shard {key}: {exc}") from exc
             sh = self._shards[key] = _Shard(shard, data, FieldKinds(path / "ragline_fields.json"))
+            # loading replays the shard's WAL; what that freed stayed in the heap: a restart
+            # after large writes held ~900 MB instead of ~540 MB (BENCHMARKS.md)
+            release_freed_memory()
             return sh
 
     def _edge_config(self, dimension: int) -> Any:

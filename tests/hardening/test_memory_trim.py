@@ -1,0 +1,120 @@
+"""Freed heap goes back to the OS after large work (issue 10): after large JSON bodies and
+uploads, after refused oversized bodies, after ingestion jobs and after a shard is loaded
+(its WAL replayed). The amounts are measured by benchmarks/bench_memory_large_requests.py;
+here: that the trim really runs where it should, and only there."""
+
+from __future__ import annotations
+
+import ctypes.util
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from ragline.api import middleware
+from ragline.api.app import create_app
+from ragline.facade import DocumentInput, IngestSource, Ragline
+from ragline.observability import memory
+from ragline.observability.memory import TRIM_AFTER_BYTES, release_freed_memory
+from ragline.providers.stores.qdrant_edge import provider as edge
+from ragline.services import jobs
+from tests.ingestion_support import fake_settings
+
+
+def anon_kb() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1])
+    raise AssertionError("no RssAnon")
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists() or ctypes.util.find_library("c")
+                    is None, reason="needs Linux with glibc")
+def test_release_gives_freed_heap_back() -> None:
+    # 800 blocks of 64 KiB (under glibc's mmap threshold, so in the heap); freed, glibc
+    # keeps them until trimmed
+    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    libc.malloc.restype = ctypes.c_void_p
+    libc.free.argtypes = [ctypes.c_void_p]
+    size = 64 * 1024
+    blocks = [libc.malloc(size) for _ in range(800)]
+    for b in blocks:
+        ctypes.memset(b, 1, size)
+    for b in blocks[:-1]:  # the last one stays: free() alone cannot cut the heap's top
+        libc.free(b)
+    before = anon_kb()
+    assert release_freed_memory() is True
+    assert anon_kb() < before - 30_000  # most of the ~50 MB returned
+    libc.free(blocks[-1])
+
+
+def test_no_trim_function_is_a_quiet_no_op(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(memory, "_libc", False)
+    assert release_freed_memory() is False
+
+
+@pytest.fixture
+def trims(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    calls: list[str] = []
+    monkeypatch.setattr(middleware, "release_freed_memory", lambda: calls.append("api"))
+    monkeypatch.setattr(jobs, "release_freed_memory", lambda: calls.append("job"))
+    monkeypatch.setattr(edge, "release_freed_memory", lambda: calls.append("shard"))
+    yield calls
+
+
+def test_large_bodies_are_followed_by_a_trim_small_ones_are_not(
+        tmp_path: Path, trims: list[str]) -> None:
+    settings = fake_settings(tmp_path, max_request_bytes=4 * TRIM_AFTER_BYTES)
+    with TestClient(create_app(settings), base_url="http://localhost",
+                    headers={"X-API-Key": "k"}) as c:
+        assert c.post("/collections", json={"name": "c"}).status_code == 201
+        assert c.post("/collections", json={"name": "e", "embed": {"provider": "fake"}}
+                      ).status_code == 201
+        small = {"documents": [{"id": "a", "text": "small", "embedding": [0.1, 0.2]}]}
+        assert c.post("/collections/c/documents", json=small).status_code == 200
+        trims.clear()  # the first write opened (created) the shard
+        assert c.post("/collections/c/documents", json=small).status_code == 200
+        assert trims == []
+        big = {"documents": [{"id": f"d{i}", "text": "x" * 1000, "embedding": [0.1, 0.2]}
+                             for i in range(TRIM_AFTER_BYTES // 1000 + 10)]}
+        assert len(json.dumps(big)) >= TRIM_AFTER_BYTES
+        assert c.post("/collections/c/documents", json=big).status_code == 200
+        assert trims == ["api"]
+        too_big = b'{"documents": [' + b" " * (4 * TRIM_AFTER_BYTES) + b"]}"
+        r = c.post("/collections/c/documents", content=too_big,
+                   headers={"content-type": "application/json"})
+        assert r.status_code == 413  # refused on Content-Length: nothing read, no trim
+        assert trims == ["api"]
+
+        def chunked() -> Iterator[bytes]:  # no Content-Length: refused while reading
+            for i in range(0, len(too_big), 65536):
+                yield too_big[i:i + 65536]
+
+        r = c.post("/collections/c/documents", content=chunked(),
+                   headers={"content-type": "application/json"})
+        assert r.status_code == 413
+        assert trims == ["api", "api"]
+        upload = {"documentFile": ("big.md", b"# Big\n\n" + b"words here. " * 50_000)}
+        r = c.post("/api/rag/ingest/upload?collection=e", files=upload)
+        assert r.status_code in (201, 202), r.text
+        assert trims.count("api") == 3
+
+
+def test_jobs_and_shard_loads_are_followed_by_a_trim(tmp_path: Path,
+                                                     trims: list[str]) -> None:
+    settings = fake_settings(tmp_path, ingest_sync_max_bytes=16)
+    with Ragline(settings) as rl:
+        me = rl.owner()
+        rl.create_collection(me, "c")
+        rl.add_documents(me, "c", [DocumentInput("a", {}, [0.1, 0.2], "a")])
+        rl.create_collection(me, "e", embed={"provider": "fake"})
+        out = rl.ingest(me, IngestSource("text", "e", text="Grippers close two fingers."))
+        assert out.job is not None
+        rl.wait_for_job(me, out.job.id, 30)
+    assert "job" in trims
+    trims.clear()
+    with Ragline(settings) as rl:  # a new process: the shard is loaded from disk
+        assert rl.get_document(rl.owner(), "c", "a").text == "a"
+    assert trims == ["shard"]
