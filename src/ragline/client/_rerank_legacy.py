@@ -29,7 +29,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_expo
 
 from ragline.providers.base import Health, ProviderConfig
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("ragline.client")
 
 
 def _is_retryable(exc: BaseException) -> bool:
