@@ -17,10 +17,8 @@ the same ones the ``Ragline`` facade raises in-process; an unreachable server is
 """
 
 from ragline.client import models
-from ragline.client._rerank_legacy import RaglineClient, RaglineClientConfig
 from ragline.client.aio import AsyncClient
 from ragline.client.sync import DEFAULT_URL, Client
 from ragline.client.transport import RetryPolicy, error_from_response
 
-__all__ = ["DEFAULT_URL", "AsyncClient", "Client", "RaglineClient", "RaglineClientConfig",
-           "RetryPolicy", "error_from_response", "models"]
+__all__ = ["DEFAULT_URL", "AsyncClient", "Client", "RetryPolicy", "error_from_response", "models"]

@@ -209,7 +209,7 @@ class KeyList(ApiModel):
 
 
 class Health(ApiModel):
-    status: str
+    status: str = "unknown"
     timestamp: str | None = None
     version: str | None = None
     collections: int | None = None

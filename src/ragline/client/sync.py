@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +13,15 @@ import httpx
 from ragline.client import endpoints as ep
 from ragline.client.binding import SseReader, blocking
 from ragline.client.models import ChatEvent, Job
-from ragline.client.transport import Call, RetryPolicy, auth_headers, check, parsed, unreachable
+from ragline.client.transport import (
+    TENANT_HEADER,
+    Call,
+    RetryPolicy,
+    auth_headers,
+    check,
+    parsed,
+    unreachable,
+)
 from ragline.errors import ServiceUnavailable
 
 T = TypeVar("T")
@@ -37,6 +46,14 @@ class Client:
         self.retry = retry or RetryPolicy()
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout,
                                   headers=auth_headers(api_key, tenant), transport=transport)
+        self._tenant: dict[str, str] = {}
+
+    def for_tenant(self, tenant: str) -> Client:
+        """This client acting in ``tenant`` (admin keys), sharing its connections; close
+        the original, not this view."""
+        view = copy.copy(self)
+        view._tenant = {TENANT_HEADER: tenant}
+        return view
 
     def _send(self, call: Call[Any], *, stream: bool = False) -> httpx.Response:
         """One call with the retry policy; an error answer raises its RaglineError."""
@@ -46,6 +63,7 @@ class Client:
             try:
                 request = self._http.build_request(call.method, call.path,
                                                    **call.request_kwargs())
+                request.headers.update(self._tenant)
                 response = self._http.send(request, stream=stream)
             except httpx.TransportError as exc:
                 wait = self.retry.delay(attempt, call, None, exc)
