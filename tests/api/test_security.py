@@ -292,11 +292,13 @@ def test_keys_cli_provisions_before_the_first_start(tmp_path: Path) -> None:
     import json
 
     made = json.loads(done.stdout)
-    assert set(made) == {"id", "key", "role", "tenant"} and made["tenant"] == "alice"
+    # the body of POST /api/keys: the record and, once, the key
+    assert {"id", "key", "role", "tenant", "created_at"} <= set(made)
+    assert made["tenant"] == "alice"
     listed = subprocess.run([sys.executable, "-m", "ragline.cli.main", "keys", "list",
                              "--data-dir", str(data), "--json"],
                             capture_output=True, text=True, timeout=60)
-    rows = json.loads(listed.stdout)
+    rows = json.loads(listed.stdout)["keys"]  # the body of GET /api/keys
     assert [r["id"] for r in rows] == [made["id"]] and made["key"] not in listed.stdout
     revoked = subprocess.run([sys.executable, "-m", "ragline.cli.main", "keys", "revoke",
                               made["id"], "--data-dir", str(data)],

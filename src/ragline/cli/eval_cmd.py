@@ -11,6 +11,9 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
+from ragline.cli.common import client_command
+from ragline.cli.target import Target
+
 eval_app = typer.Typer(help="Measure retrieval quality.", no_args_is_help=True)
 
 
@@ -61,8 +64,10 @@ def beir(
 
 
 @eval_app.command("questions")
+@client_command
 def questions(
     path: Annotated[Path, typer.Argument(help="Questions file: .jsonl, .yaml/.yml or .json.")],
+    target: Target, as_json: bool,
     collection: Annotated[str, typer.Option(help="Collection to search (already ingested).")],
     mode: Annotated[str | None, typer.Option(help="dense, sparse or hybrid.")] = None,
     k: Annotated[list[int] | None, typer.Option(
@@ -82,19 +87,15 @@ def questions(
     min_mrr: Annotated[float | None, typer.Option(help="Fail below this MRR.")] = None,
     max_regressions: Annotated[int | None, typer.Option(
         help="Fail when more questions than this rank worse than in --baseline.")] = None,
-    data_dir: Annotated[Path | None, typer.Option(help="Data directory.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON last.")]
-    = False,
 ) -> None:
-    """Search each question and report hit@1/3/5, MRR and every question's rank.
+    """Search each question and report hit@1/3/5, MRR and every question's rank (on a
+    server, or the data directory when none runs).
 
-    Exit code 1 when a --min-* threshold (or --max-regressions) is missed, 2 for
-    bad input: put retrieval regressions in CI.
+    Exit code 1 when a --min-* threshold (or --max-regressions) is missed, 2 for bad
+    input, 3 for an unknown collection: put retrieval regressions in CI.
     """
-    from ragline.cli.main import build_settings
     from ragline.errors import RaglineError
     from ragline.evaluation import questions as ev
-    from ragline.facade import Ragline
 
     if mode not in (None, "dense", "sparse", "hybrid"):
         raise typer.BadParameter("mode must be dense, sparse or hybrid")
@@ -112,16 +113,9 @@ def questions(
     except RaglineError as exc:
         console.print(f"[red]error:[/red] {exc.message}")
         raise typer.Exit(2) from exc
-    rl = Ragline(build_settings(data_dir)).start()
-    try:
-        t0 = time.perf_counter()
-        try:
-            report = ev.evaluate(rl, qs, collection, mode, ks=ks, depth=depth, where=filt)
-        except RaglineError as exc:
-            console.print(f"[red]error:[/red] {exc.message}")
-            raise typer.Exit(2) from exc
-    finally:
-        rl.close()
+    t0 = time.perf_counter()
+    report = ev.evaluate(_searcher(target), qs, collection, mode, ks=ks, depth=depth,
+                         where=filt)
     elapsed = time.perf_counter() - t0
     _print_report(console, report, elapsed)
     payload = report.to_json()
@@ -147,6 +141,14 @@ def questions(
         typer.echo(json.dumps(payload, ensure_ascii=False))
     if failures:
         raise typer.Exit(1)
+
+
+def _searcher(target: Target) -> Any:
+    def search(question: str, collection: str, mode: str | None,
+               where: dict[str, Any] | None, limit: int) -> list[tuple[str, Any]]:
+        res = target.search(collection, question, limit=limit, mode=mode, where=where)
+        return [(h.id, h.metadata) for h in res.results]
+    return search
 
 
 def _rank(value: int | None) -> str:
