@@ -121,7 +121,14 @@ def emit_json(value: Any) -> None:
 
 
 def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    t = Table(*columns, title=title)
+    """Rows as a rich table; the first column (the id people copy) is never cut."""
+    t = Table(title=title)
+    widest = max((len(str(r[0])) for r in rows), default=0)
+    for i, name in enumerate(columns):
+        if i == 0:
+            t.add_column(name, no_wrap=True, min_width=min(widest, 40))
+        else:
+            t.add_column(name)
     for row in rows:
         t.add_row(*("" if v is None else str(v) for v in row))
     Console().print(t)
