@@ -5,7 +5,8 @@
   deliberate violation);
 * no route, CLI command or evaluation touches ``Ragline.services`` (the wiring
   behind the door), which import rules alone cannot see;
-* routes never import other routes.
+* routes never import other routes;
+* the environment is read in ``ragline.settings`` only.
 """
 
 from __future__ import annotations
@@ -66,4 +67,21 @@ def test_routes_never_import_routes() -> None:
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
                     "ragline.api.routes"):
                 offenders.append(f"{path.name}: from {node.module}")
+    assert offenders == []
+
+
+def test_the_environment_is_read_in_ragline_settings_only() -> None:
+    """``os.environ``/``os.getenv`` appear only in ``ragline.settings`` (and the test
+    helpers of ``ragline.testing``), so every knob is a documented setting."""
+    offenders = []
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC)
+        if rel.parts[0] == "testing" or rel == Path("settings.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "putenv"):
+                offenders.append(f"{rel}:{node.lineno}")
+            if isinstance(node, ast.ImportFrom) and node.module == "os" and any(
+                    a.name in ("environ", "getenv", "putenv") for a in node.names):
+                offenders.append(f"{rel}:{node.lineno}")
     assert offenders == []

@@ -359,6 +359,13 @@ def hub_offline() -> None:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
+def openai_api_key_from_env() -> str | None:
+    """The OpenAI-compatible embedder's key when its config names none:
+    ``RAGLINE_OPENAI_API_KEY``, then the SDK's conventional ``OPENAI_API_KEY``. Read
+    here so the environment is read in one module only."""
+    return os.environ.get("RAGLINE_OPENAI_API_KEY") or os.environ.get("OPENAI_API_KEY") or None
+
+
 def child_process_env(**extra: str) -> dict[str, str]:
     """The environment for a child process (git): ours plus ``extra``. Kept here so the
     environment is read in one module only."""

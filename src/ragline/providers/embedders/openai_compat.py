@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
-import os
 import threading
 import time
 from typing import Any, ClassVar
@@ -30,6 +29,7 @@ from ragline.providers.base import Health, ProviderConfig
 from ragline.providers.embedders.base import InputType
 from ragline.providers.embedders.util import check_inputs, l2_normalise
 from ragline.providers.retry import RETRY_STATUS, Retrier, RetryPolicy, retry_after_seconds
+from ragline.settings import openai_api_key_from_env
 
 __all__ = ["RETRY_STATUS", "OpenAIEmbedder", "OpenAIEmbedderConfig", "retry_after_seconds"]
 
@@ -75,7 +75,7 @@ class OpenAIEmbedder:
         self.config = config or OpenAIEmbedderConfig(**overrides)
         key = self.config.api_key
         if key is None:
-            env = os.environ.get("RAGLINE_OPENAI_API_KEY") or os.environ.get("OPENAI_API_KEY")
+            env = openai_api_key_from_env()
             key = SecretStr(env) if env else None
         self._key = key
         self._base = self.config.base_url.rstrip("/")

@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 import numpy as np
 from pydantic import Field
 
-from ragline.errors import InvalidInput, ModelLoadError, RaglineError, RerankError
+from ragline.errors import ModelLoadError
 from ragline.providers.base import Health, ProviderConfig
-from ragline.providers.rerankers.base import RerankedItem
+from ragline.providers.rerankers.base import RerankedItem, score_and_rank
 from ragline.providers.rerankers.catalog import enable_hint
 
 if TYPE_CHECKING:
@@ -143,39 +143,19 @@ class CrossEncoderReranker:
         :class:`InvalidInput` for too many documents or a bad ``top_k`` and
         :class:`RerankError` (500) when the model itself fails.
         """
-        if top_k is not None and top_k < 1:
-            raise InvalidInput("top_k must be at least 1")
-        if len(documents) > self.config.max_documents:
-            raise InvalidInput(
-                f"Too many documents to rerank: {len(documents)} "
-                f"(maximum {self.config.max_documents})"
-            )
-        if not documents:
-            return []
-        limit = self.config.max_chars
-        pairs = [(query[:limit], str(doc.get("text") or "")[:limit]) for doc in documents]
-        try:
+        def score(pairs: list[tuple[str, str]]) -> Any:
             with self._lock:
                 raw = self._model.predict(
                     pairs, batch_size=self.config.batch_size, show_progress_bar=False
                 )
             scores = np.asarray(raw, dtype=np.float64)
-            if scores.ndim > 1:  # multi-label heads: the last column is "relevant"
-                scores = scores[:, -1]
-            if scores.shape != (len(documents),):
-                raise ValueError(f"model returned {scores.shape} scores for {len(documents)} pairs")
-        except RaglineError:
-            raise
-        except Exception as exc:
-            log.exception("cross-encoder %s failed while scoring", self.model)
-            raise RerankError(f"Reranking failed: {type(exc).__name__}: {exc}") from exc
-        order = sorted(range(len(documents)), key=lambda i: (-scores[i], i))
-        if top_k is not None:
-            order = order[:top_k]
-        return [
-            {"id": documents[i].get("id"), "score": float(scores[i]), "original_rank": i + 1}
-            for i in order
-        ]
+            # multi-label heads: the last column is "relevant"
+            return scores[:, -1] if scores.ndim > 1 else scores
+
+        return score_and_rank(
+            query, documents, top_k, max_documents=self.config.max_documents,
+            max_chars=self.config.max_chars, model=self.model, score_pairs=score,
+        )
 
     def health_info(self) -> dict[str, str]:
         """The ``cross_encoder`` object for ``GET /health`` (spec 000)."""

@@ -26,9 +26,9 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import Field
 
-from ragline.errors import InvalidInput, ModelLoadError, RaglineError, RerankError
+from ragline.errors import ModelLoadError, RaglineError
 from ragline.providers.base import Health, ProviderConfig
-from ragline.providers.rerankers.base import RerankedItem
+from ragline.providers.rerankers.base import RerankedItem, score_and_rank
 from ragline.providers.rerankers.onnx_export import MANIFEST, SUFFIX, slug
 
 log = logging.getLogger(__name__)
@@ -165,31 +165,15 @@ class OnnxCrossEncoderReranker:
         order, :class:`InvalidInput` for too many documents or a bad ``top_k``,
         :class:`RerankError` when the model fails.
         """
-        if top_k is not None and top_k < 1:
-            raise InvalidInput("top_k must be at least 1")
-        if len(documents) > self.config.max_documents:
-            raise InvalidInput(
-                f"Too many documents to rerank: {len(documents)} "
-                f"(maximum {self.config.max_documents})"
-            )
-        if not documents:
-            return []
-        limit = self.config.max_chars
-        pairs = [(query[:limit], str(doc.get("text") or "")[:limit]) for doc in documents]
-        try:
+        def score(pairs: list[tuple[str, str]]) -> Any:
             with self._lock:
                 logits = self._logits(pairs)
-        except Exception as exc:
-            log.exception("ONNX cross-encoder %s failed while scoring", self.model)
-            raise RerankError(f"Reranking failed: {type(exc).__name__}: {exc}") from exc
-        scores = 1.0 / (1.0 + np.exp(-logits)) if self._sigmoid else logits
-        order = sorted(range(len(documents)), key=lambda i: (-scores[i], i))
-        if top_k is not None:
-            order = order[:top_k]
-        return [
-            {"id": documents[i].get("id"), "score": float(scores[i]), "original_rank": i + 1}
-            for i in order
-        ]
+            return 1.0 / (1.0 + np.exp(-logits)) if self._sigmoid else logits
+
+        return score_and_rank(
+            query, documents, top_k, max_documents=self.config.max_documents,
+            max_chars=self.config.max_chars, model=self.model, score_pairs=score,
+        )
 
     def health_info(self) -> dict[str, str]:
         """The ``cross_encoder`` object for ``GET /health`` (spec 000)."""
