@@ -107,8 +107,12 @@ def _unsent(exc: BaseException) -> bool:
 
 
 def retry_after(response: httpx.Response) -> float | None:
-    """``Retry-After`` as seconds (delta-seconds or an HTTP date), None when absent."""
-    value = response.headers.get("retry-after")
+    """``Retry-After`` of an answer as seconds, None when absent or unreadable."""
+    return parse_retry_after(response.headers.get("retry-after"))
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """``Retry-After`` (delta-seconds or an HTTP date) as seconds; None if absent or bad."""
     if not value:
         return None
     try:
