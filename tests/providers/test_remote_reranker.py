@@ -380,3 +380,17 @@ def test_a_second_ragline_serve_without_cross_encoder_or_dead(
         assert rl.rerank(rl.owner(), "q", docs) == DOCS
     messages = [r.getMessage() for r in caplog.records if r.name == LOGGER]
     assert "has no cross-encoder loaded" in messages[0] and "unreachable" in messages[-1]
+
+
+def test_a_search_asking_for_rerank_survives_a_dead_remote(tmp_path: Path) -> None:
+    from ragline.facade import DocumentInput, SearchRequest
+
+    with _local(tmp_path, f"http://127.0.0.1:{free_port()}", "k") as rl:
+        me = rl.owner()
+        rl.create_collection(me, "c")
+        rl.add_documents(me, "c", [DocumentInput("a", {}, [1.0, 0.0], "a"),
+                                   DocumentInput("b", {}, [0.0, 1.0], "b")])
+        res = rl.search_sync(me, SearchRequest(collection="c", embedding=[1.0, 0.1],
+                                               query="a", rerank=True, limit=2))
+    assert [h.id for h in res.hits] == ["a", "b"]  # first-stage order kept
+    assert "rerank" not in res.stages and any("rerank skipped" in w for w in res.warnings)
