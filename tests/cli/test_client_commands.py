@@ -229,3 +229,13 @@ def test_unreachable_server_exit_code(tmp_path: Path) -> None:
     out = CliRunner().invoke(app, ["collections", "list", "--url",
                                    f"http://127.0.0.1:{free_port()}"])
     assert out.exit_code == 1 and "could not be reached" in out.stderr
+
+
+def test_a_server_bound_to_every_interface_is_dialled_on_the_loopback() -> None:
+    from ragline.cli.target import reachable
+
+    assert reachable("http://0.0.0.0:8000") == "http://127.0.0.1:8000"
+    assert reachable("http://:::8000") == "http://[::1]:8000"
+    assert reachable("http://[::]:8000") == "http://[::1]:8000"
+    assert reachable("http://10.0.0.5:8000") == "http://10.0.0.5:8000"
+    assert reachable(None) is None

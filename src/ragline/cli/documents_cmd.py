@@ -10,9 +10,11 @@ import typer
 
 from ragline.cli.common import client_command, emit_json, parse_json_option, table
 from ragline.cli.target import Target
+from ragline.client import models as m
 
 documents_app = typer.Typer(help="List, read, add and delete documents.",
                             no_args_is_help=True)
+BATCH = 500
 Collection = Annotated[str, typer.Argument(help="Collection name.")]
 Where = Annotated[str | None, typer.Option(
     help='Metadata filter as JSON, e.g. \'{"lang": "en"}\' (docs/where.md).')]
@@ -75,7 +77,10 @@ def add(collection: Collection, target: Target, as_json: bool,
                      "metadata": parse_json_option(metadata, "--metadata")})
     if not docs:
         raise typer.BadParameter("give --file or --text")
-    out = target.add_documents(collection, docs)
+    ids: list[str] = []
+    for start in range(0, len(docs), BATCH):  # one request per batch, not one per file
+        ids += target.add_documents(collection, docs[start:start + BATCH]).ids
+    out = m.DocumentsAdded(collection=collection, count=len(ids), ids=ids)
     if as_json:
         emit_json(out)
     else:

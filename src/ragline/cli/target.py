@@ -85,12 +85,26 @@ def server_for(conn: Connection, data_dir: Path) -> tuple[str, str | None, str |
     key = conn.api_key or profile.get("api_key")
     tenant = conn.tenant or profile.get("tenant")
     if not url:
-        url = holder_address(data_dir)
+        url = reachable(holder_address(data_dir))
         if url and key is None:
             key_file = data_dir / "admin-key.txt"
             if key_file.is_file():
                 key = key_file.read_text(encoding="utf-8").strip() or None
     return (str(url), key, tenant) if url else None
+
+
+def reachable(address: str | None) -> str | None:
+    """The holder's address as a client can dial it: a server bound to every interface
+    (``0.0.0.0``, ``::``) is reached on the loopback."""
+    if not address:
+        return None
+    scheme, _, rest = address.partition("://")
+    host, _, port = rest.rpartition(":")
+    if host in ("0.0.0.0", ""):
+        host = "127.0.0.1"
+    elif host.strip("[]") in ("::", ""):
+        host = "[::1]"
+    return f"{scheme}://{host}:{port}"
 
 
 class LocalTarget:
