@@ -239,3 +239,19 @@ def test_a_server_bound_to_every_interface_is_dialled_on_the_loopback() -> None:
     assert reachable("http://[::]:8000") == "http://[::1]:8000"
     assert reachable("http://10.0.0.5:8000") == "http://10.0.0.5:8000"
     assert reachable(None) is None
+
+
+def test_eval_beir(place: Place, tmp_path: Path) -> None:
+    from tests.evaluation.test_beir import CORPUS, QRELS, QUERIES
+
+    root = tmp_path / "tiny"
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_text("".join(
+        json.dumps({"_id": i, "title": t, "text": x}) + "\n" for i, t, x in CORPUS))
+    (root / "queries.jsonl").write_text("".join(
+        json.dumps({"_id": i, "text": t}) + "\n" for i, t in QUERIES))
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
+        f"{q}\t{d}\t{s}\n" for q, d, s in QRELS))
+    metrics = run(place, "eval", "beir", str(root), "--collection", f"beir-{place.name}",
+                  "--mode", "sparse", "--json")
+    assert metrics == {"ndcg@10": 1.0, "recall@100": 1.0, "mrr@10": 1.0, "queries": 3}
