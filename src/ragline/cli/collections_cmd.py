@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ragline.cli.common import client_command, emit_json, parse_json_option, table
+from ragline.cli.common import Yes, client_command, emit_json, parse_json_option, say, table
 from ragline.cli.target import Target
 from ragline.client import models as m
 
@@ -60,35 +60,26 @@ def create(
     if meta is not None and not isinstance(meta, dict):
         raise typer.BadParameter("must be a JSON object", param_hint="--metadata")
     col = target.create_collection(name, meta, embed_provider=embed, embed_model=embed_model)
-    if as_json:
-        emit_json(col)
-    else:
-        typer.echo(f"created {col.name}")
+    say(as_json, col, f"created {col.name}")
 
 
 @collections_app.command("delete")
 @client_command
 def delete(name: Name, target: Target, as_json: bool,
-           yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False) -> None:
+           yes: Yes = False) -> None:
     """Delete a collection and all its documents."""
     if not yes and not as_json:
         typer.confirm(f"Delete collection '{name}' and all its documents?", abort=True)
     deleted = target.delete_collection(name)
-    if as_json:
-        emit_json({"status": "deleted", "collection": deleted})
-    else:
-        typer.echo(f"deleted {deleted}")
+    say(as_json, {"status": "deleted", "collection": deleted}, f"deleted {deleted}")
 
 
 @collections_app.command("empty")
 @client_command
 def empty(name: Name, target: Target, as_json: bool,
-          yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False) -> None:
+          yes: Yes = False) -> None:
     """Delete every document of a collection, keeping the collection."""
     if not yes and not as_json:
         typer.confirm(f"Delete every document of '{name}'?", abort=True)
     out = target.empty_collection(name)
-    if as_json:
-        emit_json(out)
-    else:
-        typer.echo(f"emptied {name}: {out.count_deleted} document(s) deleted")
+    say(as_json, out, f"emptied {name}: {out.count_deleted} document(s) deleted")

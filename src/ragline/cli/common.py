@@ -48,6 +48,7 @@ Profile = Annotated[str | None, typer.Option(
 DataDir = Annotated[Path | None, typer.Option(
     help="Data directory when no server is used (default ./data).",
     rich_help_panel="Connection")]
+Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON (the API's bodies) for "
                                       "scripts instead of tables.")]
 
@@ -118,6 +119,14 @@ def dump(value: Any) -> Any:
 
 def emit_json(value: Any) -> None:
     typer.echo(json.dumps(dump(value), ensure_ascii=False))
+
+
+def say(as_json: bool, value: Any, line: str) -> None:
+    """``value`` as JSON for scripts, or ``line`` for people."""
+    if as_json:
+        emit_json(value)
+    else:
+        typer.echo(line)
 
 
 def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ragline.cli.common import client_command, emit_json, parse_json_option, table
+from ragline.cli.common import client_command, emit_json, parse_json_option, say, table
 from ragline.cli.target import Target
 from ragline.client import models as m
 
@@ -81,10 +81,7 @@ def add(collection: Collection, target: Target, as_json: bool,
     for start in range(0, len(docs), BATCH):  # one request per batch, not one per file
         ids += target.add_documents(collection, docs[start:start + BATCH]).ids
     out = m.DocumentsAdded(collection=collection, count=len(ids), ids=ids)
-    if as_json:
-        emit_json(out)
-    else:
-        typer.echo(f"added {out.count} document(s) to {collection}")
+    say(as_json, out, f"added {out.count} document(s) to {collection}")
 
 
 @documents_app.command("delete")
@@ -96,7 +93,4 @@ def delete(collection: Collection, target: Target, as_json: bool,
     """Delete documents by id or by metadata filter."""
     out = target.delete_documents(collection, ids=ids or None,
                                   where=parse_json_option(where, "--where"))
-    if as_json:
-        emit_json(out)
-    else:
-        typer.echo(f"deleted {out.count_deleted} document(s) from {collection}")
+    say(as_json, out, f"deleted {out.count_deleted} document(s) from {collection}")

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ragline.cli.common import FAILED, client_command, emit_json, table
+from ragline.cli.common import FAILED, client_command, emit_json, say, table
 from ragline.cli.target import Target
 from ragline.client import models as m
 
@@ -69,7 +69,4 @@ def wait(job_id: JobId, target: Target, as_json: bool,
 def rerun(job_id: JobId, target: Target, as_json: bool) -> None:
     """Run a directory job again (admins)."""
     started = target.rerun_job(job_id)
-    if as_json:
-        emit_json(started)
-    else:
-        typer.echo(f"job {started.job_id} queued (re-run of {job_id})")
+    say(as_json, started, f"job {started.job_id} queued (re-run of {job_id})")

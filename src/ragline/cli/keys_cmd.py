@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from ragline.cli.common import client_command, emit_json, table
+from ragline.cli.common import client_command, emit_json, say, table
 from ragline.cli.target import Target
 from ragline.client import models as m
 
@@ -55,7 +55,4 @@ def revoke(key_id: Annotated[str, typer.Argument(help="The key's id.")],
            target: Target, as_json: bool) -> None:
     """Revoke a key: it stops working at once."""
     rec = target.revoke_key(key_id)
-    if as_json:
-        emit_json(rec)
-    else:
-        typer.echo(f"revoked {rec.id}")
+    say(as_json, rec, f"revoked {rec.id}")
