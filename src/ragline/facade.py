@@ -64,9 +64,11 @@ from ragline.services.ingestion import IngestionService, IngestOutcome, IngestSo
 from ragline.services.jobs import JobService, job_progress
 from ragline.services.operations import OperationsService
 from ragline.services.retrieval import BatchSettings, RetrievalService
-from ragline.services.searching import SearchRequest, SearchResponse, SearchService
+from ragline.services.searching import SearchHit, SearchRequest, SearchResponse, SearchService
 from ragline.services.slots import build_reranker, build_store, check_model_name
+from ragline.services.sources import SourceDetail, SourceInfo, SourceService
 from ragline.services.validation import InputLimits
+from ragline.services.verify import VerifyReport, VerifyService
 from ragline.services.webhook import WebhookService
 from ragline.settings import Settings
 
@@ -80,7 +82,8 @@ RERANKER_NOT_LOADED = "Cross-encoder not loaded. Start server with --cross-encod
 __all__ = [
     "CollectionView", "DocumentInput", "IngestOutcome", "IngestSource", "IngestStats", "Job",
     "KeyRecord", "Principal",
-    "Ragline", "SearchRequest", "SearchResponse", "holder_address", "job_counters",
+    "Ragline", "SearchHit", "SearchRequest", "SearchResponse", "SourceDetail", "SourceInfo",
+    "VerifyReport", "holder_address", "job_counters",
     "job_progress", "restore_backup", "unpack_backup",
 ]
 
@@ -143,6 +146,8 @@ class Services:
     reranker: Any | None
     indexing: IndexingService
     answers: AnswerServices
+    sources: SourceService
+    verify: VerifyService
 
 
 class Ragline(AnswersMixin):
@@ -209,7 +214,8 @@ class Ragline(AnswersMixin):
         retrieval = RetrievalService(
             collections, store, embedders, s.rrf_k, s.hybrid_candidates,
             reranker=self._reranker, fusion=s.hybrid_fusion,
-            batch=BatchSettings(s.search_max_batch, s.search_max_wait_ms, s.search_workers))
+            batch=BatchSettings(s.search_max_batch, s.search_max_wait_ms, s.search_workers),
+            overviews=s.search_overviews, overview_window=s.search_overview_window)
         retrieval.limits = InputLimits.from_settings(s)
         search = SearchService(s, collections, retrieval)
         state = IngestState(catalog)
@@ -218,6 +224,8 @@ class Ragline(AnswersMixin):
         disk = DiskGuard(s.data_dir, s.disk_reserve_bytes)
         collections.disk = documents.disk = ingest.disk = disk
         jobs = JobService(JobTable(catalog), ingest, s.job_workers, s.data_dir / "uploads")
+        indexing = IndexingService(store, s.indexing_min_points, s.indexing_growth,
+                                   s.indexing_interval_s)
         ingestion = IngestionService(s, ingest, jobs, search)
         return Services(
             catalog=catalog, store=store, embedders=embedders, collections=collections,
@@ -228,11 +236,11 @@ class Ragline(AnswersMixin):
             auth=AuthService(s, KeyTable(catalog)),
             backups=BackupService(catalog, store),
             operations=OperationsService(s.data_dir, store, collections, embedders, retrieval,
-                                         self._reranker, disk),
-            reranker=reranker,
-            indexing=IndexingService(store, s.indexing_min_points, s.indexing_growth,
-                                     s.indexing_interval_s),
-            answers=build_answers(s, catalog, collections, embedders, search, self._llm))
+                                         self._reranker, disk, indexing),
+            reranker=reranker, indexing=indexing,
+            answers=build_answers(s, catalog, collections, embedders, search, self._llm),
+            sources=SourceService(collections, store, state, documents, ingest),
+            verify=VerifyService(collections, store, state))
 
     def _reranker(self) -> Any | None:
         """The loaded reranker, read at use (a getter, so services see a replacement)."""
@@ -360,14 +368,18 @@ class Ragline(AnswersMixin):
 
     def delete_collection(self, caller: Principal, name: str) -> str:
         self._admin(caller, "delete collections")
-        return self.services.collections.delete(name).name
+        deleted = self.services.collections.delete(name).name
+        self.services.sources.forget_stale()
+        return deleted
 
     def empty_collection(self, caller: Principal, name: str) -> int:
         """Every document of the caller's tenant; an admin naming no tenant empties all."""
         self._collection(caller, name)
         if caller.all_tenants:
-            return self.services.collections.empty(name, caller.tenant)
-        return self.services.documents.delete_all(name, caller.tenant)
+            n = self.services.collections.empty(name, caller.tenant)
+            self.services.sources.forget_stale()  # the old shard's ingestion state
+            return n
+        return self.services.sources.delete_all(name, caller.tenant)
 
     def optimize_collection(self, caller: Principal, name: str) -> bool:
         """Build indexes now (offline use: see docs/storage.md)."""
@@ -421,7 +433,8 @@ class Ragline(AnswersMixin):
         if ids is None and node is None:
             raise InvalidInput("Give 'ids' or a non-empty 'where' to choose the documents "
                                "to delete")
-        return self.services.documents.delete(collection, caller.tenant, ids, node)
+        # ingested sources whose chunks it removes stop being "unchanged" (issue 12)
+        return self.services.sources.delete_documents(collection, caller.tenant, ids, node)
 
     def metadata_values(self, caller: Principal, collection: str,
                         field: str | None) -> list[Scalar]:
@@ -432,6 +445,39 @@ class Ragline(AnswersMixin):
         if field is None or field == "":  # after existence: a missing one is a 404 (" " is a key)
             raise InvalidInput("Query parameter 'field' is required")
         return self.services.documents.distinct(collection, caller.tenant, field)
+
+    # -- sources -----------------------------------------------------------------------
+    def list_sources(self, caller: Principal, collection: str, limit: int = 100,
+                     offset: int = 0) -> tuple[list[SourceInfo], int]:
+        """The caller's ingested sources (files, uploads, texts, URLs) and their total."""
+        self._collection(caller, collection)
+        if limit < 0 or offset < 0:
+            raise InvalidInput("'limit' and 'offset' must be 0 or more")
+        limit = min(limit, self.settings.list_max_limit)
+        return self.services.sources.page(collection, caller.tenant, limit, offset,
+                                          caller.local)
+
+    def get_source(self, caller: Principal, collection: str, source_id: str) -> SourceDetail:
+        self._collection(caller, collection)
+        return self.services.sources.get(collection, caller.tenant, source_id, caller.local)
+
+    def delete_source(self, caller: Principal, collection: str, source_id: str) -> int:
+        """A source's chunks and its ingestion state, together; returns chunks deleted."""
+        self._collection(caller, collection)
+        return self.services.sources.delete(collection, caller.tenant, source_id)
+
+    def verify(self, caller: Principal, *, repair: bool = False,
+               collection: str | None = None) -> VerifyReport:
+        """Check ingestion state against the store (``ragline verify``); ``repair`` fixes
+        what it finds (see services/verify.py)."""
+        self._admin(caller, "verify the data directory")
+        if collection is not None:
+            self.services.collections.get(collection)
+        tenants = {k.tenant for k in self.services.auth.list_keys(None)}
+        tenants |= {t for t in (self.settings.default_tenant,
+                                self.settings.public_search_tenant) if t}
+        return self.services.verify.verify(repair=repair, collection=collection,
+                                           tenants=tenants)
 
     # -- search ------------------------------------------------------------------------
     async def search(self, caller: Principal, request: SearchRequest) -> SearchResponse:

@@ -203,6 +203,21 @@ class Settings(BaseSettings):
         "tier-agnostic pages). A collection's metadata.frontmatter_defaults overrides it; {} "
         "turns it off.",
     )
+    # -- retrieval quality (issue 12) --
+    search_overviews: Literal["yield", "keep"] = Field(
+        "yield", description="An overview page (README/index, or metadata overview=true) "
+        "ranked above a page under its folder yields to it ('yield', moved just below that "
+        "page when it is among the first search_overview_window hits) or keeps its rank "
+        "('keep'). Per request: 'overviews'. Measured in BENCHMARKS.md (issue 12).")
+    search_overview_window: int = Field(
+        10, ge=1, le=1000, description="How far down a page an overview summarises may "
+        "rank and still make the overview yield.")
+    ingest_context_header: Literal["off", "embed", "text"] = Field(
+        "text", description="Contextual chunk headers: 'text' prepends 'Title > Heading' to "
+        "each chunk's stored, BM25-indexed and embedded text (lesson and section joins strip "
+        "it again), 'embed' only to the text it is embedded from, 'off' leaves chunks alone. "
+        "A collection's metadata.context_header overrides it. Measured in BENCHMARKS.md "
+        "(issue 12): book hit@1 0.810 -> 0.905 (hybrid, overview prior on).")
     ingest_path_pattern: str | None = Field(
         None, description="Regex with named groups giving metadata from a file's relative path."
     )

@@ -1,6 +1,7 @@
 """Vector search over HTTP: cosine order, filters, limits, embeddings on request."""
 
 import numpy as np
+import pytest
 from fastapi.testclient import TestClient
 
 from tests.api.helpers import add, make_collection
@@ -32,7 +33,9 @@ def test_results_in_cosine_order_with_scores(client: TestClient) -> None:
     i0 = int(results[0]["id"][1:])
     expect = float(mat[i0] @ q / (np.linalg.norm(mat[i0]) * np.linalg.norm(q)))
     assert abs(results[0]["score"] - expect) < 1e-4
-    assert set(results[0]) == {"id", "text", "metadata", "score"}
+    # the one relevance scale: 0.5 + cosine/2 (issue 12)
+    assert results[0]["relevance"] == pytest.approx(0.5 + expect / 2, abs=1e-4)
+    assert set(results[0]) == {"id", "text", "metadata", "score", "relevance"}
 
 
 def test_where_filter_and_limit(client: TestClient) -> None:

@@ -84,3 +84,18 @@ def test_glob_boost_from_collection_metadata_with_request_values(client: TestCli
     r = client.post("/collections/rb/search",
                     json={"query": "x", "boost": {"tag_wieght": 1}})
     assert r.status_code == 400 and "Invalid boost config" in r.json()["detail"]
+
+
+def test_reranked_hits_keep_their_relevance_and_explain_the_rerank(client: TestClient) -> None:
+    """The one relevance scale (issue 12) does not move when a cross-encoder reorders."""
+    ce = CrossEncoderReranker.from_source(
+        ModelSource(str(tiny_cross_encoder_dir()), "--cross-encoder-path"))
+    client.app.state.ragline.services.reranker = ce  # type: ignore[attr-defined]
+    plain = {r["id"]: r for r in search(client, mode="dense")["results"]}
+    body = search(client, mode="dense", rerank=True, rerank_candidates=4, explain=True)
+    assert body["stages"] == ["dense", "rerank"]
+    for r in body["results"]:
+        assert r["relevance"] == pytest.approx(plain[r["id"]]["relevance"], abs=1e-6)
+        assert r["scores"]["rerank"] == pytest.approx(r["score"])
+        assert r["scores"]["dense"] == pytest.approx(plain[r["id"]]["score"], abs=1e-5)
+        assert 0.0 <= r["score"] <= 1.0  # the cross-encoder's probability

@@ -122,6 +122,33 @@ def test_user_keys_cannot_do_admin_things(world: World) -> None:
     assert r.status_code == 403
 
 
+def test_backup_and_metrics_are_for_admin_keys_only(world: World) -> None:
+    """Both cover every tenant: a user key of another tenant and a user key of the admin's
+    own tenant are refused alike, with the one error body and no archive or figures."""
+    same_tenant = world.post("admin", "/api/keys", {"role": "user", "tenant": "default"})
+    assert same_tenant.status_code == 201
+    world.keys["default-user"] = same_tenant.json()["key"]
+    refusals = {("POST", "/admin/backup"): "Only an admin key can take backups",
+                ("GET", "/metrics"): "Only an admin key can read metrics"}
+    for who, tenant in (("alice", "alice"), ("default-user", "default")):
+        for extra in ({}, {"X-Ragline-Tenant": tenant}):  # naming its own tenant changes nothing
+            for (method, url), message in refusals.items():
+                r = world.c.request(method, url, headers=world.h(who, **extra))
+                assert r.status_code == 403, (who, url, r.text)
+                assert r.headers["content-type"] == "application/json"
+                assert r.json() == {"detail": message, "error": "forbidden",
+                                    "message": message}
+    # a user key naming a tenant other than its own is refused before the role check
+    r = world.c.get("/metrics", headers=world.h("alice", **{"X-Ragline-Tenant": "default"}))
+    assert r.status_code == 403
+    assert r.json()["message"] == "A user key acts only inside its own tenant"
+    backup = world.c.post("/admin/backup", headers=world.h("admin"))
+    assert backup.status_code == 200 and backup.headers["content-type"] == "application/gzip"
+    assert backup.content[:2] == b"\x1f\x8b"  # a gzip stream
+    metrics = world.get("admin", "/metrics")
+    assert metrics.status_code == 200 and "ragline_http_requests_total" in metrics.text
+
+
 def test_records_of_another_tenant_are_invisible(world: World) -> None:
     alice_ids = chunk_ids(world, "alice")
     assert "alice-doc" in alice_ids and not any("bob" in i for i in alice_ids)
@@ -248,6 +275,28 @@ def test_auth_off_is_refused_on_a_public_address(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "RAGLINE_AUTH_OFF_I_UNDERSTAND" in done.stderr
     assert not (tmp_path / "d").exists()  # refused before anything was created
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "0.0.0.0"])
+def test_auth_off_serves_loopback_and_warns_every_start(tmp_path: Path, host: str) -> None:
+    """Loopback: served with auth off, every caller an admin, a warning each start; any other
+    address only with RAGLINE_AUTH_OFF_I_UNDERSTAND=1 (refused otherwise: test above)."""
+    env = {"RAGLINE_AUTH": "off"}
+    if host != "127.0.0.1":
+        env["RAGLINE_AUTH_OFF_I_UNDERSTAND"] = "1"
+    for start in (1, 2):
+        srv = LiveServer(tmp_path / "data", "--host", host, env=env)
+        try:
+            srv.wait_ready()
+            r = httpx.post(srv.url + "/collections", json={"name": f"c{start}"})
+            assert r.status_code == 201, r.text  # no key: an admin
+            assert httpx.get(srv.url + "/api/keys").status_code == 200
+        finally:
+            srv.stop()
+        log = srv.log.read_text()
+        assert "RAGLINE_AUTH=off: every caller is an admin" in log, (start, log)
+        assert "admin-key" not in log  # no key is created with auth off
+    assert not (tmp_path / "data" / "admin-key.txt").exists()
 
 
 def test_first_start_creates_an_admin_key_and_a_second_process_is_refused(

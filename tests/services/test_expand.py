@@ -11,7 +11,13 @@ from ragline.core.types import Record, ScoredRecord
 from ragline.errors import DocumentNotFound, NotFound
 from ragline.facade import Ragline
 from ragline.ingest import load_file
-from ragline.services.expand import expand_hits, get_context, get_lesson, join_chunks
+from ragline.services.expand import (
+    body_text,
+    expand_hits,
+    get_context,
+    get_lesson,
+    join_chunks,
+)
 from tests.ingestion_support import (
     SENSING,
     by_parent,
@@ -98,7 +104,7 @@ def test_expand_hits_modes(ingested: tuple[Ragline, list[Record]]) -> None:
     nb = expand_hits(rl.services.store, info, T, hits, "neighbors")
     assert nb[0]["context_ids"] == [chunks[0].id, chunks[1].id]
     assert nb[1]["context_ids"] == [chunks[3].id, chunks[4].id, chunks[5].id]
-    assert chunks[4].text in nb[1]["context"]
+    assert body_text(chunks[4]) in nb[1]["context"]  # joined without chunk headers
     sec = expand_hits(rl.services.store, info, T, hits, "section")
     section = chunks[4].metadata["section_id"]
     assert sec[1]["context_ids"] == [c.id for c in chunks if c.metadata["section_id"] == section]

@@ -31,6 +31,7 @@ from ragline.api.routes import (
     rag_ingest,
     rerank,
     search,
+    sources,
 )
 from ragline.facade import Ragline
 from ragline.settings import Settings
@@ -68,8 +69,8 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
         app.include_router(meta.metrics_router)
     # Outermost: every response, errors included, carries X-Request-ID.
     app.add_middleware(RequestContextMiddleware, access_log_enabled=settings.access_log)
-    for module in (health, collections, documents, search, ingestion, context, rag_ingest,
-                   rerank, keys, admin, chat, checklists):
+    for module in (health, collections, documents, sources, search, ingestion, context,
+                   rag_ingest, rerank, keys, admin, chat, checklists):
         app.include_router(module.router)
     console.install(app)
     _install_mcp(app)

@@ -24,9 +24,15 @@ class CollectionCreate(BaseModel):
         None, description="Opt in to server-side embedding: documents and text queries are "
         "embedded by ragline with this provider and model.")
 
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"name": "docs", "metadata": {"book": "robolearn"}, "embed": {"provider": "local"}}]})
+
 
 class MetadataUpdate(BaseModel):
     metadata: dict[str, Any]
+
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"metadata": {"book": "robolearn", "subject": "robotics"}}]})
 
 
 class DocumentIn(BaseModel):
@@ -41,10 +47,17 @@ class DocumentIn(BaseModel):
 class DocumentsAdd(BaseModel):
     documents: list[DocumentIn] | None = None
 
+    model_config = ConfigDict(json_schema_extra={"examples": [{"documents": [
+        {"id": "a", "text": "ROS 2 topics carry messages between nodes",
+         "metadata": {"chapter": 3, "tags": ["ros2"]}}]}]})
+
 
 class DocumentsDelete(BaseModel):
     ids: list[str] | None = None
     where: dict[str, Any] | None = None
+
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"ids": ["a"]}, {"where": {"chapter": {"$lte": 2}}}]})
 
 
 class VectorSearch(BaseModel):
@@ -65,6 +78,25 @@ class VectorSearch(BaseModel):
     expand: Literal["none", "neighbors", "section", "document"] = Field(
         "none", description="Add surrounding text to each hit: its prev/next chunks, its "
         "section or its whole source (see services/expand.py).")
+    group_by: str | None = Field(
+        None, min_length=1, description="Distinct results: 'source' (the document a chunk "
+        "came from) or a metadata field. 'limit' counts groups; each result is its group's "
+        "best hit, with up to group_size - 1 more under 'group'.")
+    group_size: int = Field(1, ge=1, le=100)
+    mmr: float | None = Field(
+        None, ge=0.0, le=1.0, description="Maximal marginal relevance: the weight of "
+        "relevance against novelty (1 = the ranking as is; 0.5-0.7 are common).")
+    overviews: Literal["yield", "keep"] | None = Field(
+        None, description="Whether an overview page (README/index) ranked above a page it "
+        "summarises yields to it (default: the server's search_overviews).")
+    relevance_threshold: float | None = Field(
+        None, ge=0.0, le=1.0, description="Drop hits whose 'relevance' (0.5 + cosine/2, "
+        "the chat's scale, the same in every mode) is below this.")
+    explain: bool = Field(False, description="Add 'scores': the raw per-leg scores "
+                          "(dense cosine, sparse BM25, fused, rerank, boost).")
+
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"query": "how do nodes talk?", "where": {"chapter": {"$lte": 3}}, "limit": 5}]})
 
 
 BOOK_FILTERS = ("hardware_tier", "module", "chapter_min", "chapter_max", "lesson",
@@ -84,14 +116,25 @@ class BookSearch(VectorSearch):
     proficiency_levels: list[str] | None = None
     layer: str | None = None
 
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"query": "how do robots sense?", "hardware_tier": 2, "chapter_max": 3, "limit": 5}]})
+
 
 class DocumentOut(BaseModel):
     id: str
     text: str
     metadata: dict[str, Any]
 
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"id": "a", "text": "ROS 2 topics carry messages between nodes",
+         "metadata": {"chapter": 3, "tags": ["ros2"]}}]})
+
 
 class DocumentList(BaseModel):
     documents: list[DocumentOut]
     count: int
     total: int
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"documents": [
+        {"id": "a", "text": "ROS 2 topics carry messages between nodes",
+         "metadata": {"chapter": 3, "tags": ["ros2"]}}], "count": 1, "total": 1}]})

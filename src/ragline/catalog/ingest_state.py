@@ -9,7 +9,10 @@ Two tables beside ``collections``:
   has no state and is rebuilt, instead of "unchanged" files pointing at chunks
   that are gone. A row with ``source_hash`` NULL is a first write in flight:
   it exists so that a crash before the write finished is still noticed
-  (file changed → rewritten; file gone → its chunks deleted).
+  (file changed → rewritten; file gone → its chunks deleted). ``status`` is
+  ``modified`` when chunks of the source were deleted outside ingestion (a
+  documents delete): the row then lists only the chunks that are left and is
+  never "unchanged", so the next run or re-upload writes the source again.
 * ``ingest_jobs`` — one row per ingestion run with its counters, so progress
   and results survive the request that started them (and the process).
 """
@@ -18,7 +21,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +42,8 @@ SCHEMA = (
         fingerprint TEXT NOT NULL DEFAULT '',
         chunk_ids TEXT NOT NULL DEFAULT '[]',
         updated_at TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'ok',
+        created_at TEXT NOT NULL DEFAULT '',
         PRIMARY KEY (collection, shard, tenant, source_id)
     )""",
     """CREATE TABLE IF NOT EXISTS ingest_jobs (
@@ -68,6 +76,12 @@ COUNTERS = (
 
 JOB_STATUSES = ("queued", "running", "succeeded", "failed")
 
+ADDED_COLUMNS = (
+    ("status", "ALTER TABLE ingest_sources ADD COLUMN status TEXT NOT NULL DEFAULT 'ok'"),
+    ("created_at", "ALTER TABLE ingest_sources ADD COLUMN created_at TEXT NOT NULL DEFAULT ''"),
+)
+"""Columns later versions added to ``ingest_sources``, added in place to older catalogs."""
+
 
 @dataclass(slots=True)
 class SourceState:
@@ -78,6 +92,26 @@ class SourceState:
     chunk_ids: list[str]
     fingerprint: str = ""
     updated_at: str = ""
+    status: str = "ok"
+    created_at: str = ""
+
+    @property
+    def state(self) -> str:
+        """``ingested`` (state and store agree), ``pending`` (a first write that has not
+        finished) or ``modified`` (chunks deleted outside ingestion)."""
+        if self.source_hash is None:
+            return "pending"
+        return "modified" if self.status == "modified" else "ingested"
+
+
+@dataclass(frozen=True, slots=True)
+class StateRow:
+    """One ``ingest_sources`` row with its keys (for ``ragline verify``)."""
+
+    collection: str
+    shard: str
+    tenant: str
+    source: SourceState
 
 
 @dataclass(slots=True)
@@ -103,25 +137,87 @@ class Job:
 
 
 class IngestState:
-    """Source state rows; every write is one catalog transaction."""
+    """Source state rows; every write is one catalog transaction.
+
+    :meth:`writing` is the in-process lock that orders writes of one (collection,
+    tenant): an ingestion write (upsert, stale delete, commit) and a documents
+    delete (mark, delete, settle) never interleave, so neither can commit a state
+    that the other has just made untrue.
+    """
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
+        self._locks: dict[tuple[str, str], threading.RLock] = {}
+        self._guard = threading.Lock()
         with catalog.tx() as db:
             for statement in SCHEMA:
                 db.execute(statement)
+            have = {r[1] for r in db.execute("PRAGMA table_info(ingest_sources)")}
+            for column, statement in ADDED_COLUMNS:
+                if column not in have:
+                    db.execute(statement)
+            if "created_at" not in have:
+                db.execute("UPDATE ingest_sources SET created_at=updated_at")
+
+    @contextmanager
+    def writing(self, collection: str, tenant: str) -> Iterator[None]:
+        """Hold the write lock of (collection, tenant) (re-entrant)."""
+        with self._guard:
+            lock = self._locks.setdefault((collection, tenant), threading.RLock())
+        with lock:
+            yield
 
     @staticmethod
     def _row(row: sqlite3.Row) -> SourceState:
         return SourceState(row["source_id"], row["origin"], row["source_path"],
                            row["source_hash"], json.loads(row["chunk_ids"]),
-                           row["fingerprint"], row["updated_at"])
+                           row["fingerprint"], row["updated_at"], row["status"],
+                           row["created_at"] or row["updated_at"])
+
+    def page(self, collection: str, shard: str, tenant: str, limit: int,
+             offset: int) -> tuple[list[SourceState], int]:
+        """Sources ordered by id, and how many there are in all."""
+        db = self.catalog.read()
+        key = (collection, shard, tenant)
+        total = db.execute("SELECT COUNT(*) FROM ingest_sources WHERE collection=? AND "
+                           "shard=? AND tenant=?", key).fetchone()[0]
+        rows = db.execute(
+            "SELECT * FROM ingest_sources WHERE collection=? AND shard=? AND tenant=? "
+            "ORDER BY source_id LIMIT ? OFFSET ?", (*key, limit, offset)).fetchall()
+        return [self._row(r) for r in rows], int(total)
+
+    def rows(self) -> list[StateRow]:
+        """Every row of every collection, shard and tenant."""
+        rows = self.catalog.read().execute(
+            "SELECT * FROM ingest_sources ORDER BY collection, tenant, source_id").fetchall()
+        return [StateRow(r["collection"], r["shard"], r["tenant"], self._row(r)) for r in rows]
 
     def sources(self, collection: str, shard: str, tenant: str) -> dict[str, SourceState]:
         rows = self.catalog.read().execute(
             "SELECT * FROM ingest_sources WHERE collection=? AND shard=? AND tenant=?",
             (collection, shard, tenant)).fetchall()
         return {r["source_id"]: self._row(r) for r in rows}
+
+    def any(self, collection: str, shard: str, tenant: str) -> bool:
+        """Whether the tenant has any source in this shard (one indexed lookup)."""
+        return self.catalog.read().execute(
+            "SELECT 1 FROM ingest_sources WHERE collection=? AND shard=? AND tenant=? LIMIT 1",
+            (collection, shard, tenant)).fetchone() is not None
+
+    def some(self, collection: str, shard: str, tenant: str,
+             source_ids: set[str]) -> dict[str, SourceState]:
+        """The rows of these sources (those that exist)."""
+        out: dict[str, SourceState] = {}
+        ids = sorted(source_ids)
+        db = self.catalog.read()
+        for start in range(0, len(ids), 500):
+            part = ids[start:start + 500]
+            rows = db.execute(
+                "SELECT * FROM ingest_sources WHERE collection=? AND shard=? AND tenant=? "
+                f"AND source_id IN ({','.join('?' * len(part))})",
+                (collection, shard, tenant, *part)).fetchall()
+            out.update({r["source_id"]: self._row(r) for r in rows})
+        return out
 
     def source(self, collection: str, shard: str, tenant: str,
                source_id: str) -> SourceState | None:
@@ -141,20 +237,87 @@ class IngestState:
         with self.catalog.tx() as db:
             db.executemany(
                 "INSERT OR IGNORE INTO ingest_sources (collection, shard, tenant, source_id, "
-                "origin, source_path, source_hash, fingerprint, chunk_ids, updated_at) "
-                "VALUES (?,?,?,?,?,?,NULL,'','[]',?)",
-                [(collection, shard, tenant, e.source_id, e.origin, e.source_path, ts)
+                "origin, source_path, source_hash, fingerprint, chunk_ids, updated_at, "
+                "created_at) VALUES (?,?,?,?,?,?,NULL,'','[]',?,?)",
+                [(collection, shard, tenant, e.source_id, e.origin, e.source_path, ts, ts)
                  for e in entries])
 
     def commit(self, collection: str, shard: str, tenant: str,
                entries: list[SourceState]) -> None:
-        """Settle sources after their chunks were written and stale ones deleted."""
+        """Settle sources after their chunks were written and stale ones deleted (the
+        row is clean again; its first ``created_at`` is kept)."""
         ts = now_iso()
         with self.catalog.tx() as db:
             db.executemany(
-                "INSERT OR REPLACE INTO ingest_sources VALUES (?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO ingest_sources (collection, shard, tenant, source_id, origin, "
+                "source_path, source_hash, fingerprint, chunk_ids, updated_at, status, "
+                "created_at) VALUES (?,?,?,?,?,?,?,?,?,?,'ok',?) "
+                "ON CONFLICT (collection, shard, tenant, source_id) DO UPDATE SET "
+                "origin=excluded.origin, source_path=excluded.source_path, "
+                "source_hash=excluded.source_hash, fingerprint=excluded.fingerprint, "
+                "chunk_ids=excluded.chunk_ids, updated_at=excluded.updated_at, status='ok'",
                 [(collection, shard, tenant, e.source_id, e.origin, e.source_path,
-                  e.source_hash, e.fingerprint, json.dumps(e.chunk_ids), ts) for e in entries])
+                  e.source_hash, e.fingerprint, json.dumps(e.chunk_ids), ts, ts)
+                 for e in entries])
+
+    def retag(self, collection: str, shard: str, tenant: str, source_ids: list[str],
+              origin: str) -> None:
+        """Give unchanged sources a new origin (their tree was moved; chunks are equal)."""
+        with self.catalog.tx() as db:
+            db.executemany(
+                "UPDATE ingest_sources SET origin=? WHERE collection=? AND shard=? AND "
+                "tenant=? AND source_id=?",
+                [(origin, collection, shard, tenant, s) for s in source_ids])
+
+    def mark_modified(self, collection: str, shard: str, tenant: str,
+                      source_ids: list[str]) -> None:
+        """Before chunks of these sources are deleted outside ingestion: from here on the
+        sources are never "unchanged", whatever happens to the delete."""
+        ts = now_iso()
+        with self.catalog.tx() as db:
+            db.executemany(
+                "UPDATE ingest_sources SET status='modified', updated_at=? WHERE "
+                "collection=? AND shard=? AND tenant=? AND source_id=? AND "
+                "source_hash IS NOT NULL",
+                [(ts, collection, shard, tenant, s) for s in source_ids])
+
+    def unmark(self, collection: str, shard: str, tenant: str, source_ids: list[str]) -> None:
+        """Undo :meth:`mark_modified` for sources a delete did not touch after all."""
+        with self.catalog.tx() as db:
+            db.executemany(
+                "UPDATE ingest_sources SET status='ok' WHERE collection=? AND shard=? AND "
+                "tenant=? AND source_id=?",
+                [(collection, shard, tenant, s) for s in source_ids])
+
+    def settle(self, collection: str, shard: str, tenant: str,
+               remaining: dict[str, list[str]]) -> None:
+        """After such a delete: each source lists the chunks it has left; one with none
+        left has no state any more (re-ingesting it writes it as new)."""
+        ts = now_iso()
+        with self.catalog.tx() as db:
+            for source_id, ids in remaining.items():
+                key = (collection, shard, tenant, source_id)
+                if ids:
+                    db.execute(
+                        "UPDATE ingest_sources SET chunk_ids=?, updated_at=?, status="
+                        "'modified' WHERE collection=? AND shard=? AND tenant=? AND "
+                        "source_id=?", (json.dumps(ids), ts, *key))
+                else:
+                    db.execute("DELETE FROM ingest_sources WHERE collection=? AND shard=? "
+                               "AND tenant=? AND source_id=?", key)
+
+    def drop_tenant(self, collection: str, shard: str, tenant: str) -> int:
+        """Every row of one tenant in one shard (its documents were all deleted)."""
+        with self.catalog.tx() as db:
+            return db.execute("DELETE FROM ingest_sources WHERE collection=? AND shard=? AND "
+                              "tenant=?", (collection, shard, tenant)).rowcount
+
+    def drop_rows(self, rows: list[StateRow]) -> None:
+        with self.catalog.tx() as db:
+            db.executemany(
+                "DELETE FROM ingest_sources WHERE collection=? AND shard=? AND tenant=? AND "
+                "source_id=?", [(r.collection, r.shard, r.tenant, r.source.source_id)
+                                for r in rows])
 
     def drop(self, collection: str, shard: str, tenant: str, source_ids: list[str]) -> None:
         with self.catalog.tx() as db:

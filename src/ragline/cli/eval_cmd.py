@@ -26,6 +26,12 @@ def beir(
     mode: Annotated[str | None, typer.Option(help="dense, sparse or hybrid.")] = None,
     provider: Annotated[str, typer.Option(help="Embedding provider for a new collection.")]
     = "local",
+    overviews: Annotated[str | None, typer.Option(
+        help="yield or keep: the overview prior (default: the server's setting).")] = None,
+    mmr: Annotated[float | None, typer.Option(
+        help="MMR weight of relevance against novelty, 0-1 (default: off).")] = None,
+    group_by: Annotated[str | None, typer.Option(
+        help="Distinct results per 'source' or metadata field (default: off).")] = None,
 ) -> None:
     """Ingest PATH (once) and report nDCG@10, Recall@100 and MRR@10 (on a server, or the
     data directory when none runs; --json prints the metrics last)."""
@@ -48,7 +54,8 @@ def beir(
     else:
         console.print(f"collection '{collection}' already holds the corpus; not re-ingested")
     t1 = time.perf_counter()
-    metrics = b.score(data, b.run(target, data, collection, mode))
+    metrics = b.score(data, b.run(target, data, collection, mode,
+                                  options=_search_options(overviews, mmr, group_by)))
     elapsed = time.perf_counter() - t1
     console.print(f"{metrics['queries']} queries in {elapsed:.1f}s "
                   f"(mode={mode or 'auto'})")
@@ -56,6 +63,17 @@ def beir(
         console.print(f"  {k:>10}: {metrics[k]:.4f}")
     if as_json:
         typer.echo(json.dumps(metrics))
+
+
+def _search_options(overviews: str | None, mmr: float | None,
+                    group_by: str | None) -> dict[str, Any]:
+    """The result-shaping options of ``SearchRequest`` the eval commands expose."""
+    if overviews not in (None, "yield", "keep"):
+        raise typer.BadParameter("--overviews must be yield or keep")
+    if mmr is not None and not 0.0 <= mmr <= 1.0:
+        raise typer.BadParameter("--mmr must be between 0 and 1")
+    out: dict[str, Any] = {"overviews": overviews, "mmr": mmr, "group_by": group_by}
+    return {k: v for k, v in out.items() if v is not None}
 
 
 @eval_app.command("questions")
@@ -82,6 +100,12 @@ def questions(
     min_mrr: Annotated[float | None, typer.Option(help="Fail below this MRR.")] = None,
     max_regressions: Annotated[int | None, typer.Option(
         help="Fail when more questions than this rank worse than in --baseline.")] = None,
+    overviews: Annotated[str | None, typer.Option(
+        help="yield or keep: the overview prior (default: the server's setting).")] = None,
+    mmr: Annotated[float | None, typer.Option(
+        help="MMR weight of relevance against novelty, 0-1 (default: off).")] = None,
+    group_by: Annotated[str | None, typer.Option(
+        help="Distinct results per 'source' or metadata field (default: off).")] = None,
 ) -> None:
     """Search each question and report hit@1/3/5, MRR and every question's rank (on a
     server, or the data directory when none runs).
@@ -110,7 +134,7 @@ def questions(
         raise typer.Exit(2) from exc
     t0 = time.perf_counter()
     report = ev.evaluate(_searcher(target), qs, collection, mode, ks=ks, depth=depth,
-                         where=filt)
+                         where=filt, options=_search_options(overviews, mmr, group_by))
     elapsed = time.perf_counter() - t0
     _print_report(console, report, elapsed)
     payload = report.to_json()
@@ -139,9 +163,10 @@ def questions(
 
 
 def _searcher(target: Target) -> Any:
-    def search(question: str, collection: str, mode: str | None,
-               where: dict[str, Any] | None, limit: int) -> list[tuple[str, Any]]:
-        res = target.search(collection, question, limit=limit, mode=mode, where=where)
+    def search(question: str, collection: str, mode: str | None, where: dict[str, Any] | None,
+               limit: int, options: dict[str, Any]) -> list[tuple[str, Any]]:
+        res = target.search(collection, question, limit=limit, mode=mode, where=where,
+                            **options)
         return [(h.id, h.metadata) for h in res.results]
     return search
 

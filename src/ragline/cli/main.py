@@ -52,6 +52,8 @@ def _register_subcommands() -> None:
     from ragline.cli.mcp_cmd import mcp
     from ragline.cli.models_cmd import models_app
     from ragline.cli.search_cmd import search
+    from ragline.cli.sources_cmd import sources_app
+    from ragline.cli.verify_cmd import verify
 
     app.add_typer(collections_app, name="collections")
     app.add_typer(documents_app, name="documents")
@@ -61,10 +63,12 @@ def _register_subcommands() -> None:
     app.add_typer(keys_app, name="keys")
     app.add_typer(models_app, name="models")
     app.add_typer(config_app, name="config")
+    app.add_typer(sources_app, name="sources")
     app.command("backup")(backup)
     app.command("restore")(restore)
     app.command("ingest")(ingest)
     app.command("mcp")(mcp)
+    app.command("verify")(verify)
 
 
 def _cross_encoder_help() -> str:

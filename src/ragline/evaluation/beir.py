@@ -35,7 +35,7 @@ class Backend(Protocol):
                       /) -> m.DocumentsAdded: ...
 
     def search(self, collection: str | None = None, query: str | None = None, /, *,
-               limit: int = 10, mode: str | None = None) -> m.SearchResult: ...
+               limit: int = 10, mode: str | None = None, **options: Any) -> m.SearchResult: ...
 
 
 @dataclass
@@ -98,11 +98,14 @@ def _doc_text(doc: dict[str, str]) -> str:
 
 
 def run(rl: Backend, data: BeirData, collection: str, mode: str | None,
-        depth: int = 100) -> dict[str, dict[str, float]]:
+        depth: int = 100, options: dict[str, Any] | None = None) -> dict[str, dict[str, float]]:
+    """Every query's top ``depth`` as a run for trec_eval. Scored by rank (``depth -
+    position``), so that stages which reorder without rescoring (the overview prior,
+    MMR, grouping) are scored in the order users see."""
     runs: dict[str, dict[str, float]] = {}
     for qid, text in data.queries.items():
-        res = rl.search(collection, text, limit=depth, mode=mode)
-        runs[qid] = {h.id: float(h.score or 0.0) for h in res.results}
+        res = rl.search(collection, text, limit=depth, mode=mode, **(options or {}))
+        runs[qid] = {h.id: float(depth - i) for i, h in enumerate(res.results)}
     return runs
 
 

@@ -188,10 +188,10 @@ def score(results: Sequence[QuestionResult], ks: Iterable[int] = DEFAULT_KS) -> 
     return metrics
 
 
-Searcher = Callable[[str, str, str | None, dict[str, Any] | None, int],
+Searcher = Callable[[str, str, str | None, dict[str, Any] | None, int, dict[str, Any]],
                     Sequence[tuple[str, Mapping[str, Any]]]]
-"""``(question, collection, mode, where, limit) -> [(id, metadata), ...]`` best first: how
-a question is searched (in-process, or through a server's client)."""
+"""``(question, collection, mode, where, limit, options) -> [(id, metadata), ...]`` best
+first: how a question is searched (in-process, or through a server's client)."""
 
 
 def facade_searcher(rl: Ragline) -> Searcher:
@@ -199,19 +199,23 @@ def facade_searcher(rl: Ragline) -> Searcher:
     me = rl.owner()
 
     def search(question: str, collection: str, mode: str | None,
-               where: dict[str, Any] | None, limit: int) -> list[tuple[str, Mapping[str, Any]]]:
+               where: dict[str, Any] | None, limit: int,
+               options: dict[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
         res = rl.search_sync(me, SearchRequest(
             collection=collection, query=question, mode=mode,  # type: ignore[arg-type]
-            where=where, limit=limit))
+            where=where, limit=limit, **options))
         return [(h.id, h.metadata) for h in res.hits]
     return search
 
 
 def evaluate(rl: Ragline | Searcher, questions: Sequence[Question], collection: str,
              mode: str | None = None, *, ks: Iterable[int] = DEFAULT_KS, depth: int = 50,
-             where: dict[str, Any] | None = None) -> Report:
+             where: dict[str, Any] | None = None,
+             options: dict[str, Any] | None = None) -> Report:
     """Search every question in ``collection`` (a ``Ragline``: as the data directory's
-    owner; or any :data:`Searcher`) and rank its expected sources."""
+    owner; or any :data:`Searcher`) and rank its expected sources. ``options`` are further
+    ``SearchRequest`` fields (``mmr``, ``group_by``, ``overviews``...), recorded in the
+    report's config."""
     search = facade_searcher(rl) if isinstance(rl, Ragline) else rl
     ks = sorted(set(ks))
     depth = max(depth, *ks)
@@ -222,7 +226,8 @@ def evaluate(rl: Ragline | Searcher, questions: Sequence[Question], collection: 
         rank = source_rank = None
         sources: list[str] = []
         for position, (hit_id, metadata) in enumerate(
-                search(q.question, collection, mode, combined, depth), start=1):
+                search(q.question, collection, mode, combined, depth, options or {}),
+                start=1):
             source = _source_of(metadata, hit_id)
             if source not in sources:
                 sources.append(source)
@@ -231,7 +236,7 @@ def evaluate(rl: Ragline | Searcher, questions: Sequence[Question], collection: 
         results.append(QuestionResult(q.id, q.question, q.expected, rank, source_rank,
                                       sources[: max(ks)]))
     config = {"collection": collection, "mode": mode or "auto", "depth": depth, "ks": ks,
-              "where": where}
+              "where": where, **(options or {})}
     return Report(score(results, ks), results, config)
 
 

@@ -53,15 +53,26 @@ def _overlap(a: str, b: str) -> int:
     return 0
 
 
+def body_text(rec: Record) -> str:
+    """A chunk's text without the contextual header ingestion put in front of it
+    (``ingest_context_header = "text"`` records it as metadata ``chunk_header``)."""
+    header = rec.metadata.get("chunk_header")
+    if isinstance(header, str) and header and rec.text.startswith(header + "\n\n"):
+        return rec.text[len(header) + 2:]
+    return rec.text
+
+
 def join_chunks(records: list[Record]) -> str:
-    """The text of consecutive chunks with the overlap between neighbours removed."""
+    """The text of consecutive chunks with the overlap between neighbours (and any
+    contextual chunk headers) removed."""
     out = ""
     for rec in records:
+        text = body_text(rec)
         if not out:
-            out = rec.text
+            out = text
             continue
-        k = _overlap(out, rec.text)
-        out += rec.text[k:] if k else "\n\n" + rec.text
+        k = _overlap(out, text)
+        out += text[k:] if k else "\n\n" + text
     return out
 
 

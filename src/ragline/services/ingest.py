@@ -31,7 +31,7 @@ from pathlib import Path, PurePosixPath
 
 from ragline.catalog.ingest_state import IngestState, SourceState
 from ragline.core.types import CollectionInfo
-from ragline.errors import CollectionExists, InvalidInput, NotFound, TooManyRequests
+from ragline.errors import CollectionExists, InvalidInput, SourceNotFound, TooManyRequests
 from ragline.ingest import discover, load_bytes, load_text, sha256_hex
 from ragline.ingest.path_metadata import parent_doc_id
 from ragline.ingest.types import SourceDocument
@@ -202,7 +202,12 @@ class IngestService:
             files[sid] = (rel, file)
         info, tenant = target.info, target.tenant
         states = self.state.sources(info.name, info.shard, tenant)
-        mine = {sid: s for sid, s in states.items() if s.origin == origin}
+        adopted = moved_roots(states, origin, files)
+        if adopted:
+            n = sum(1 for s in states.values() if s.origin in adopted)
+            stats.warn(f"{n} source(s) of {len(adopted)} earlier root(s) that no longer "
+                       "exist are now tracked under this one (moved or renamed)")
+        mine = {sid: s for sid, s in states.items() if s.origin == origin or s.origin in adopted}
         if restrict is not None:
             wanted = {str(PurePosixPath(p.replace("\\", "/").lstrip("/"))) for p in restrict}
             files = {sid: f for sid, f in files.items() if f[0] in wanted}
@@ -212,20 +217,25 @@ class IngestService:
         stats.files_seen = stats.files_total = len(files)
         pipe = self._pipeline(target, stats, progress, should_stop, background=True)
         try:
-            self._write_tree(pipe, files, states, origin, gone)
+            self._write_tree(pipe, files, states, origin, gone, adopted)
         except BaseException:
             pipe.close(quiet=True)  # a write in flight finishes; the first error wins
             raise
         pipe.close()
+        moved = [sid for sid in files if sid in states and states[sid].origin in adopted]
+        if moved:  # unchanged files of a moved tree: same chunks, only the origin is new
+            self.state.retag(info.name, info.shard, tenant, moved, origin)
 
     def _write_tree(self, pipe: Pipeline, files: dict[str, tuple[str, Path]],
-                    states: dict[str, SourceState], origin: str, gone: list[SourceState]) -> None:
+                    states: dict[str, SourceState], origin: str, gone: list[SourceState],
+                    adopted: frozenset[str] = frozenset()) -> None:
         pipe.remember_vectors(gone)
         group: list[Prepared] = []
         pending = 0
         for sid, (rel, file) in files.items():
             pipe.check_stop()
-            prepared = self._prepare_file(pipe, sid, rel, file, origin, states.get(sid))
+            prepared = self._prepare_file(pipe, sid, rel, file, origin, states.get(sid),
+                                          adopted)
             pipe.report()
             if prepared is None:
                 continue
@@ -244,7 +254,8 @@ class IngestService:
             pipe.report()
 
     def _prepare_file(self, pipe: Pipeline, sid: str, rel: str, file: Path, origin: str,
-                      old: SourceState | None) -> Prepared | None:
+                      old: SourceState | None,
+                      adopted: frozenset[str] = frozenset()) -> Prepared | None:
         stats, t = pipe.stats, pipe.t
         try:
             data = file.read_bytes()
@@ -254,8 +265,9 @@ class IngestService:
             return None
         digest = sha256_hex(data)
         if (t.reuse and old is not None and old.source_hash == digest
+                and old.status != "modified"
                 and old.source_path == rel and old.fingerprint == t.fingerprint
-                and old.origin == origin):
+                and (old.origin == origin or old.origin in adopted)):
             stats.files_skipped += 1
             return None
         doc: SourceDocument | None
@@ -281,7 +293,7 @@ class IngestService:
             target = self.target(info, tenant, reuse=True)
             old = self.state.source(info.name, info.shard, tenant, doc.source_id)
             if (old is not None and old.source_hash == doc.source_hash
-                    and old.fingerprint == target.fingerprint):
+                    and old.status != "modified" and old.fingerprint == target.fingerprint):
                 return DocumentResult(doc.source_id, doc.title, len(old.chunk_ids), 0, 0, True)
             pipe = self._pipeline(target, stats, None, None)
             entry = SourceState(doc.source_id, origin, doc.source_path, doc.source_hash, [])
@@ -333,7 +345,8 @@ class IngestService:
         with self.lock(collection, tenant):
             old = self.state.source(info.name, info.shard, tenant, source_id)
             if old is None:
-                raise NotFound(f"Source '{source_id}' not found in collection '{collection}'")
+                raise SourceNotFound(f"Source '{source_id}' not found in collection "
+                                     f"'{collection}'")
             stats = IngestStats()
             self._pipeline(self.target(info, tenant, True), stats, None, None).delete_source(old)
         return stats.chunks_deleted
@@ -341,3 +354,19 @@ class IngestService:
     def state_of(self, collection: str, tenant: str, source_id: str) -> SourceState | None:
         info = self.collections.find(collection)
         return self.state.source(collection, info.shard, tenant, source_id) if info else None
+
+
+def moved_roots(states: dict[str, SourceState], origin: str,
+                files: dict[str, tuple[str, Path]]) -> frozenset[str]:
+    """Directory origins this run takes over: roots that no longer exist on disk and
+    share at least one source id with the tree being ingested (it was moved or renamed).
+
+    Their sources then belong to this root, so files missing from it lose their chunks
+    instead of staying behind forever. A root that still exists is another tree and is
+    left alone; so is a missing one that shares nothing with this tree (an unmounted
+    disk holding a different book)."""
+    shared: set[str] = set()
+    for sid, s in states.items():
+        if s.origin != origin and s.origin.startswith("dir:") and sid in files:
+            shared.add(s.origin)
+    return frozenset(o for o in shared if not Path(o[len("dir:"):]).is_dir())

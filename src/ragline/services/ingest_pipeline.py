@@ -13,6 +13,10 @@ writes is what makes every crash repairable by the next run:
    written by a run that crashed before updating the state.
 4. ``commit``: the state row gets the new hash and chunk ids, last.
 
+Before step 3 deletes chunks that an existing row lists, that row is marked
+``modified``, so at every moment a clean row's chunks are all in the store: a
+crash between 3 and 4 can never make a re-upload of the old bytes "unchanged".
+
 A crash between any two steps leaves searchable chunks (old, new, or both for
 a moment) and a state that still says "changed", so the next run redoes the
 source. Embeddings of chunks whose text did not change are reused from the
@@ -24,7 +28,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +55,7 @@ from ragline.errors import (
     RaglineError,
 )
 from ragline.ingest import assign_chunk_ids, chunk_document
+from ragline.ingest.ids import content_hash
 from ragline.ingest.types import SourceDocument
 from ragline.providers.embedders.base import Embedder
 from ragline.providers.retry import was_retried
@@ -82,6 +87,22 @@ class Target:
     defaults: dict[str, Any] = field(default_factory=dict)
     path_pattern: str | None = None
     frontmatter_defaults: dict[str, Any] = field(default_factory=dict)
+    context_header: str = "off"
+    """Contextual chunk headers (``off``, ``embed`` or ``text``): see :func:`chunk_header`."""
+
+
+def chunk_header(title: str | None, heading_path: list[str]) -> str:
+    """``Title > Heading > Sub-heading``: where a chunk sits in its document.
+
+    Prepended to a chunk as a contextual chunk header: for ``embed`` only to the
+    text the embedder sees (the stored text and the BM25 index stay as written),
+    for ``text`` to the stored text too, so BM25 indexes it and results show it.
+    A chunk alone often never names its subject ("it", "this node"); its
+    document's title and section do. Empty when the document has neither.
+    """
+    parts = [p.strip() for p in [title or "", *heading_path] if p and p.strip()]
+    deduped = [p for i, p in enumerate(parts) if i == 0 or p != parts[i - 1]]
+    return " > ".join(deduped)
 
 
 @dataclass
@@ -93,6 +114,15 @@ class Prepared:
     old_ids: list[str]
     existing: set[str]
     first_write: bool
+    embed_inputs: dict[str, str] = field(default_factory=dict)
+    """Record id -> the text to embed, where it differs from the record's text."""
+
+
+def _embed_key(metadata: Mapping[str, Any]) -> str | None:
+    """What a stored vector was computed from: the header-and-text hash when a
+    contextual header was embedded, else the chunk text's hash."""
+    key = metadata.get("embed_hash") or metadata.get("content_hash")
+    return key if isinstance(key, str) and key else None
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -156,8 +186,8 @@ class Pipeline:
             if len(self.reuse_pool) >= REUSE_POOL_MAX:
                 return
             for rec in self.store.get(self.shard, self.t.tenant, src.chunk_ids, True):
-                h = rec.metadata.get("content_hash")
-                if isinstance(h, str) and rec.embedding is not None:
+                h = _embed_key(rec.metadata)
+                if h and rec.embedding is not None:
                     self.reuse_pool[h] = rec.embedding
 
     # -- prepare ---------------------------------------------------------------------
@@ -166,6 +196,7 @@ class Pipeline:
         """Chunk ``doc`` (None: the source has no usable content) into full records."""
         records: list[Record] = []
         existing: set[str] = set()
+        embed_inputs: dict[str, str] = {}
         if doc is not None:
             t = self.t
             chunks = chunk_document(doc, t.count_tokens, t.chunk_tokens, t.overlap)
@@ -191,18 +222,31 @@ class Pipeline:
                 })
                 if chunk.page_number is not None:
                     meta["page_number"] = chunk.page_number
+                text = embed_text = chunk.text
+                header = chunk_header(doc.title, chunk.heading_path) if t.context_header in (
+                    "embed", "text") else ""
+                if header:
+                    embed_text = f"{header}\n\n{chunk.text}"
+                    if t.context_header == "text":
+                        text = embed_text
+                        meta["chunk_header"] = header  # joins strip it (services.expand)
+                    # the vector depends on the header too: reuse it only for the same input
+                    meta["embed_hash"] = content_hash(embed_text)
+                key = _embed_key(meta)
                 vec = None
                 if t.reuse:
                     if (prior is not None and prior.embedding is not None
-                            and prior.metadata.get("content_hash") == chunk.content_hash):
+                            and _embed_key(prior.metadata) == key):
                         vec = prior.embedding
-                    else:
-                        vec = self.reuse_pool.get(chunk.content_hash)
-                records.append(Record(cid, chunk.text, meta, vec, t.tenant))
+                    elif key is not None:
+                        vec = self.reuse_pool.get(key)
+                records.append(Record(cid, text, meta, vec, t.tenant))
+                if embed_text != text:
+                    embed_inputs[cid] = embed_text
         entry.chunk_ids = [r.id for r in records]
         entry.fingerprint = self.t.fingerprint
         return Prepared(entry, records, old.chunk_ids if old else [], existing,
-                        old is None or old.source_hash is None)
+                        old is None or old.source_hash is None, embed_inputs)
 
     # -- embed -----------------------------------------------------------------------
     def _log_retry(self, rs: RetryCallState) -> None:
@@ -244,7 +288,7 @@ class Pipeline:
         for p in group:
             for r in p.records:
                 if r.embedding is None:
-                    todo.setdefault(r.text, []).append(r)
+                    todo.setdefault(p.embed_inputs.get(r.id, r.text), []).append(r)
         texts = list(todo)
         for start in range(0, len(texts), self.batch_size):
             part = texts[start:start + self.batch_size]
@@ -275,6 +319,10 @@ class Pipeline:
             self._pending = self._writer.submit(self._write, group)
 
     def _write(self, group: list[Prepared]) -> None:
+        with self.state.writing(self.t.info.name, self.t.tenant):
+            self._write_locked(group)
+
+    def _write_locked(self, group: list[Prepared]) -> None:
         records = [r for p in group for r in p.records]
         # 507 before the store is touched (issue 10); the run stops here and the next
         # run repairs, as after a crash
@@ -283,9 +331,18 @@ class Pipeline:
                                      for r in records if r.embedding is not None))
         for start in range(0, len(records), UPSERT_BATCH):
             self.store.upsert(self.shard, records[start:start + UPSERT_BATCH])
+        stale_of: list[set[str]] = []
         for p in group:
+            stale_of.append((set(p.old_ids) | self.stored_ids(p.state.source_id))
+                            - set(p.state.chunk_ids))
+        # a row about to lose chunks it lists is never "unchanged" until the commit below
+        # (a crash in between: a re-upload of the old bytes must not answer unchanged)
+        losing = [p.state.source_id for p, stale in zip(group, stale_of, strict=True)
+                  if stale & set(p.old_ids)]
+        if losing:
+            self.state.mark_modified(self.t.info.name, self.shard, self.t.tenant, losing)
+        for p, stale in zip(group, stale_of, strict=True):
             new = set(p.state.chunk_ids)
-            stale = (set(p.old_ids) | self.stored_ids(p.state.source_id)) - new
             if stale:
                 self.stats.chunks_deleted += self.store.delete_ids(
                     self.shard, self.t.tenant, sorted(stale))
@@ -310,9 +367,14 @@ class Pipeline:
                 self._writer.shutdown(wait=True)
 
     def delete_source(self, old: SourceState) -> None:
-        """Remove a source that disappeared: its chunks first, its state row last."""
-        n = self.store.delete_ids(self.shard, self.t.tenant, old.chunk_ids)
-        n += self.store.delete_where(self.shard, self.t.tenant,
-                                     Eq("parent_doc_id", old.source_id))
-        self.stats.chunks_deleted += n
-        self.state.drop(self.t.info.name, self.shard, self.t.tenant, [old.source_id])
+        """Remove a source: mark its row modified, delete its chunks, drop the row. A crash
+        in between leaves a row that is never "unchanged" (its file gone, or its chunks):
+        the next run, a re-upload or ``ragline verify --repair`` finishes the job."""
+        name, tenant = self.t.info.name, self.t.tenant
+        with self.state.writing(name, tenant):
+            self.state.mark_modified(name, self.shard, tenant, [old.source_id])
+            n = self.store.delete_ids(self.shard, self.t.tenant, old.chunk_ids)
+            n += self.store.delete_where(self.shard, self.t.tenant,
+                                         Eq("parent_doc_id", old.source_id))
+            self.stats.chunks_deleted += n
+            self.state.drop(name, self.shard, tenant, [old.source_id])

@@ -27,6 +27,9 @@ CHUNKER_VERSION = "2"
 2: structure from markdown-it-py (setext headings, indented ATX headings,
 pipe-less tables); ordinary documents give the same chunks, so a re-chunk
 reuses their vectors."""
+CONTEXT_HEADER_KEY = "context_header"
+"""Collection metadata key overriding ``settings.ingest_context_header``."""
+CONTEXT_HEADERS = ("off", "embed", "text")
 FRONTMATTER_DEFAULTS_KEY = "frontmatter_defaults"
 """Collection metadata key overriding ``settings.ingest_frontmatter_defaults``."""
 
@@ -57,6 +60,19 @@ def frontmatter_defaults(settings: Settings, info: CollectionInfo | None) -> dic
     return dict(settings.ingest_frontmatter_defaults)
 
 
+def context_header(settings: Settings, info: CollectionInfo | None) -> str:
+    """The contextual-chunk-header mode of a collection: its ``metadata.context_header``
+    when that is one of :data:`CONTEXT_HEADERS`, else the server's setting."""
+    configured = info.metadata.get(CONTEXT_HEADER_KEY) if info is not None else None
+    if configured in CONTEXT_HEADERS:
+        return str(configured)
+    if configured is not None:
+        log.warning("collection %s: metadata.%s must be one of %s; using the server's "
+                    "setting", info.name if info else "?", CONTEXT_HEADER_KEY,
+                    ", ".join(CONTEXT_HEADERS))
+    return settings.ingest_context_header
+
+
 def build_target(settings: Settings, embedders: EmbedderPool, info: CollectionInfo,
                  tenant: str, reuse: bool) -> Target:
     assert info.embedding_provider is not None
@@ -73,12 +89,16 @@ def build_target(settings: Settings, embedders: EmbedderPool, info: CollectionIn
     pattern = info.metadata.get("ingest_path_pattern") or settings.ingest_path_pattern
     overlap = settings.ingest_chunk_overlap
     fm_defaults = frontmatter_defaults(settings, info)
+    header = context_header(settings, info)
+    parts: list[Any] = [CHUNKER_VERSION, size, overlap, info.embedding_provider, embedder.model,
+                        defaults, pattern, fm_defaults]
+    if header != "off":  # collections without headers keep their fingerprints
+        parts.append(header)
     fingerprint = hashlib.sha256(json.dumps(
-        [CHUNKER_VERSION, size, overlap, info.embedding_provider, embedder.model,
-         defaults, pattern, fm_defaults], sort_keys=True, default=str).encode()).hexdigest()[:16]
+        parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     def count(text: str) -> int:
         return max(0, embedder.count_tokens(text) - overhead)
 
     return Target(info, tenant, embedder, count, size, overlap, fingerprint, reuse,
-                  defaults, pattern if isinstance(pattern, str) else None, fm_defaults)
+                  defaults, pattern if isinstance(pattern, str) else None, fm_defaults, header)

@@ -23,6 +23,7 @@ from ragline.providers.stores.base import VectorStore
 from ragline.services.collections import CollectionService
 from ragline.services.diskspace import DiskGuard
 from ragline.services.embedders import EmbedderPool
+from ragline.services.indexing import IndexingService
 from ragline.services.retrieval import RetrievalService
 
 log = logging.getLogger(__name__)
@@ -46,8 +47,10 @@ def disk_usage(path: Path) -> int:
 class OperationsService:
     def __init__(self, data_dir: Path, store: VectorStore, collections: CollectionService,
                  embedders: EmbedderPool, retrieval: RetrievalService,
-                 reranker: Callable[[], Any | None], disk: DiskGuard | None = None) -> None:
+                 reranker: Callable[[], Any | None], disk: DiskGuard | None = None,
+                 indexing: IndexingService | None = None) -> None:
         self.disk = disk or DiskGuard.unlimited()
+        self.indexing = indexing
         self.data_dir = data_dir
         self.store = store
         self.collections = collections
@@ -102,7 +105,18 @@ class OperationsService:
         return {"version": __version__, "collections": cols, "total_documents": total,
                 "storage_bytes": disk_usage(self.data_dir),
                 "embedding_cache": self.embedders.stats(),
-                "search_batching": self.retrieval.batching_stats()}
+                "search_batching": self.retrieval.batching_stats(),
+                "indexing": self._indexing_stats()}
+
+    def _indexing_stats(self) -> dict[str, Any] | None:
+        """Background index builds (issue 18); None when this store has none."""
+        if self.indexing is None or self.indexing.store is None:
+            return None
+        try:
+            return self.indexing.stats()
+        except Exception:  # /info answers whatever a shard does meanwhile
+            log.exception("indexing stats failed")
+            return None
 
     @staticmethod
     def providers() -> dict[str, Any]:

@@ -27,6 +27,7 @@ from ragline.observability import metrics
 from ragline.providers.stores.base import VectorStore
 from ragline.services.boosts import BoostConfig, apply_boosts, merge_boost_config
 from ragline.services.collections import CollectionService
+from ragline.services.diversify import group, mmr, overviews_yield
 from ragline.services.embedders import EmbedderPool
 from ragline.services.validation import (
     InputLimits,
@@ -37,6 +38,7 @@ from ragline.services.validation import (
 
 Mode = Literal["dense", "sparse", "hybrid"]
 Fusion = Literal["rrf", "dbsf"]
+Overviews = Literal["yield", "keep"]
 
 
 @dataclass
@@ -56,6 +58,13 @@ class SearchQuery:
     rerank: bool = False
     rerank_candidates: int = 50
     boost: dict[str, Any] | None = None
+    # -- result shaping and explanation (issue 12; see ragline.services.diversify) --
+    group_by: str | None = None
+    group_size: int = 1
+    mmr: float | None = None
+    overviews: Overviews | None = None
+    relevance_threshold: float | None = None
+    explain: bool = False
 
 
 @dataclass
@@ -70,11 +79,32 @@ class BatchSettings:
 
 @dataclass
 class SearchResult:
+    """Ranked hits plus, by hit id: ``relevance`` (the one scale, see
+    :func:`relevance_of`), ``explain`` (per-leg raw scores, when asked) and
+    ``groups`` (a grouped hit's companions from the same group, best first)."""
+
     hits: list[ScoredRecord]
     mode: Mode
     took_ms: float
     stages: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    relevance: dict[str, float] = field(default_factory=dict)
+    explain: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    groups: dict[str, list[ScoredRecord]] = field(default_factory=dict)
+
+
+def relevance_of(query: np.ndarray, vector: Any) -> float:
+    """The one relevance scale: ``0.5 + cosine/2`` between the query's and the chunk's
+    embeddings, in [0, 1] — the number the chat's ``rag_relevance_threshold`` compares
+    with (:mod:`ragline.services.rag_context`). It depends only on the query and the
+    chunk, never on the mode, fusion or reranker that ranked the hit, so
+    ``relevance_threshold`` keeps the same hits in dense, sparse and hybrid search."""
+    v = np.asarray(vector, dtype=np.float64)
+    qn, vn = float(np.linalg.norm(query)), float(np.linalg.norm(v))
+    if qn == 0 or vn == 0 or v.shape != query.shape:
+        return 0.5
+    cos = float(np.dot(query, v) / (qn * vn))
+    return min(1.0, max(0.0, 0.5 + cos / 2))
 
 
 @dataclass
@@ -86,14 +116,20 @@ class _Plan:
     stages: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     boost: BoostConfig | None = None  # collection and request boosts, merged once
+    overviews: bool = False
+    explain: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    groups: dict[str, list[ScoredRecord]] = field(default_factory=dict)
 
 
 class RetrievalService:
     def __init__(self, collections: CollectionService, store: VectorStore,
                  embedders: EmbedderPool, rrf_k: int, candidates: int,
                  reranker: Callable[[], Any] = lambda: None, fusion: Fusion = "dbsf",
-                 batch: BatchSettings | None = None) -> None:
+                 batch: BatchSettings | None = None, overviews: Overviews = "yield",
+                 overview_window: int = 10) -> None:
         self.fusion = fusion
+        self.overviews = overviews
+        self.overview_window = overview_window
         self.limits = InputLimits()  # the facade sets the configured ones
         self.collections = collections
         self.store = store
@@ -145,8 +181,7 @@ class RetrievalService:
                     f"'{self.store.name}' store of collection '{info.name}' does not have; "
                     "use mode 'dense'")
             raise InvalidInput(f"Collection '{info.name}' has no text index for mode '{mode}'")
-        needs_embedding = mode in ("dense", "hybrid") and vector is None
-        if needs_embedding and not can_embed:
+        if mode in ("dense", "hybrid") and vector is None and not can_embed:
             raise InvalidInput(
                 f"Collection '{info.name}' has no embedding provider, so a text query needs "
                 "mode 'sparse' or a pre-computed 'embedding'"
@@ -155,21 +190,64 @@ class RetrievalService:
             raise InvalidInput("'rerank' needs a text 'query' to score documents against")
         if not 1 <= q.rerank_candidates <= 1000:
             raise InvalidInput("'rerank_candidates' must be between 1 and 1000")
+        self._check_shaping(q, info, vector is not None or can_embed)
+        # sparse hits get a relevance too when the query can be embedded (one scale)
+        needs_embedding = vector is None and can_embed and bool(text) and bool(info.dimension)
         stage = f"{mode}:{q.fusion or self.fusion}" if mode == "hybrid" else mode
         return _Plan(info, mode, vector, needs_embedding, [stage],
-                     boost=merge_boost_config(info.metadata, q.boost))
+                     boost=merge_boost_config(info.metadata, q.boost),
+                     overviews=(q.overviews or self.overviews) == "yield")
+
+    @staticmethod
+    def _check_shaping(q: SearchQuery, info: CollectionInfo, has_vectors: bool) -> None:
+        if q.group_by is not None and not q.group_by.strip():
+            raise InvalidInput("'group_by' must name a metadata field or be 'source'")
+        if not 1 <= q.group_size <= 100:
+            raise InvalidInput("'group_size' must be between 1 and 100")
+        if q.mmr is not None:
+            if not 0.0 <= q.mmr <= 1.0:
+                raise InvalidInput("'mmr' (the weight of relevance against novelty) must be "
+                                   "between 0 and 1")
+            if not has_vectors:
+                raise InvalidInput(f"'mmr' compares embeddings, and collection '{info.name}' "
+                                   "has no embedding provider")
+        if q.relevance_threshold is not None and not 0.0 <= q.relevance_threshold <= 1.0:
+            raise InvalidInput("'relevance_threshold' must be between 0 and 1")
+
+    def _depth(self, q: SearchQuery, plan: _Plan) -> tuple[int, bool]:
+        """How many candidates the first stage returns, and whether stages after it
+        may reorder or drop them (then the store gets no threshold)."""
+        depth, later = q.limit, False
+        if (q.rerank and self.reranker() is not None) or plan.boost is not None:
+            depth, later = max(depth, q.rerank_candidates), True
+        if plan.overviews:
+            depth, later = max(depth, self.overview_window), True
+        if q.group_by or q.mmr is not None:  # enough candidates to fill ``limit`` groups
+            depth = max(depth, min(1000, max(4 * q.limit * q.group_size, q.limit + 50)))
+            later = True
+        if q.relevance_threshold is not None:
+            later = True
+        return depth, later
 
     def _first_stage(self, q: SearchQuery, plan: _Plan) -> StoreQuery:
-        """The store query; deeper and without threshold when later stages follow."""
-        later = (q.rerank and self.reranker() is not None) or plan.boost is not None
-        depth = max(q.limit, q.rerank_candidates) if later else q.limit
+        """The store query; deeper and without threshold when later stages follow.
+        Vectors come back whenever there is a query vector: relevance needs them."""
+        depth, later = self._depth(q, plan)
         text = (q.query or "").strip()
+        mode = SearchMode(plan.mode)
         return StoreQuery(
-            q.tenant, SearchMode(plan.mode), depth, vector=plan.vector, text=text, where=q.where,
-            with_vectors=q.include_embeddings,
+            q.tenant, mode, depth, vector=None if mode == "sparse" else plan.vector,
+            text=text, where=q.where,
+            with_vectors=q.include_embeddings or plan.vector is not None,
             score_threshold=None if later or plan.mode != "dense" else q.score_threshold,
             rrf_k=q.rrf_k or self.rrf_k, candidates=q.candidates or self.candidates,
             fusion=FusionKind(q.fusion or self.fusion))
+
+    def _sparse_leg(self, q: SearchQuery, plan: _Plan) -> StoreQuery:
+        """The BM25 leg of a hybrid search alone, as deep as the fusion saw it, so
+        ``explain`` can report each hit's raw BM25 (None: not among its candidates)."""
+        return StoreQuery(q.tenant, SearchMode.SPARSE, q.candidates or self.candidates,
+                          text=(q.query or "").strip(), where=q.where)
 
     def _run_batch(self, key: str, queries: list[StoreQuery]) -> list[Any]:
         """One store call for queries coalesced from concurrent requests. If it fails,
@@ -190,7 +268,8 @@ class RetrievalService:
 
     def _later_stages(self, q: SearchQuery, plan: _Plan,
                       hits: list[ScoredRecord]) -> list[ScoredRecord]:
-        """Rerank and boost (when asked), then the limit and the score threshold."""
+        """Rerank and boost (when asked), the overview prior, the thresholds, then
+        grouping or MMR and the limit."""
         boost = plan.boost
         reranker = self.reranker() if q.rerank else None
         if q.rerank and reranker is None:
@@ -200,6 +279,10 @@ class RetrievalService:
         if reranker is not None and hits:
             ranked = reranker.rerank(text, [{"id": i, "text": h.text} for i, h in enumerate(hits)])
             if all("score" in r for r in ranked):
+                if q.explain:
+                    for r in ranked:
+                        plan.explain.setdefault(hits[r["id"]].id, {})["rerank"] = \
+                            float(r["score"])
                 hits = [_rescore(hits[r["id"]], r["score"]) for r in ranked]
                 plan.stages.append("rerank")
             else:  # a reranker that degrades (ragline-remote) gave the documents back as sent
@@ -207,12 +290,45 @@ class RetrievalService:
                                      "server log); results keep their first-stage order")
         if boost is not None and hits:
             rows = [{"i": i, "score": h.score, "metadata": h.metadata} for i, h in enumerate(hits)]
-            hits = [_rescore(hits[r["i"]], r["score"]) for r in apply_boosts(rows, boost)]
+            boosted = apply_boosts(rows, boost)
+            if q.explain:
+                for r in boosted:
+                    plan.explain.setdefault(hits[r["i"]].id, {})["boost"] = float(r["boost"])
+            hits = [_rescore(hits[r["i"]], r["score"]) for r in boosted]
             plan.stages.append("boost")
-        hits = hits[: q.limit]
+        if plan.overviews and hits:
+            moved = overviews_yield(hits, self.overview_window)
+            if [h.id for h in moved] != [h.id for h in hits]:
+                plan.stages.append("overviews")
+            hits = moved
         if q.score_threshold is not None:
             hits = [h for h in hits if h.score >= q.score_threshold]
-        return hits
+        if q.relevance_threshold is not None:
+            hits = [h for h in hits if self._relevance(plan, h) >= q.relevance_threshold]
+        return self._shape(q, plan, hits)
+
+    def _relevance(self, plan: _Plan, hit: ScoredRecord) -> float:
+        if plan.vector is None or hit.embedding is None:
+            return -1.0  # no embeddings, no relevance: never passes a threshold
+        return relevance_of(plan.vector, hit.embedding)
+
+    def _shape(self, q: SearchQuery, plan: _Plan, hits: list[ScoredRecord]) -> list[ScoredRecord]:
+        """MMR over the candidates, then distinct groups, then the limit."""
+        if q.mmr is not None and hits:
+            with_vec = [h for h in hits if h.embedding is not None]
+            if len(with_vec) < len(hits):
+                plan.warnings.append("mmr skipped hits stored without an embedding")
+            # grouped: order every candidate, so that enough groups remain
+            pool = len(with_vec) if q.group_by else q.limit
+            hits = mmr(with_vec, np.asarray([h.embedding for h in with_vec]), q.mmr,
+                       min(pool, len(with_vec)))
+            plan.stages.append(f"mmr:{q.mmr:g}")
+        if q.group_by:
+            groups = group(hits, q.group_by, q.group_size, q.limit)
+            plan.groups = {g.hits[0].id: g.hits[1:] for g in groups}
+            plan.stages.append(f"group:{q.group_by}")
+            return [g.hits[0] for g in groups]
+        return hits[: q.limit]
 
     def _vector_dim_check(self, plan: _Plan, vec: np.ndarray) -> np.ndarray:
         check_dimension(len(vec), plan.info.dimension, "the query embedding", plan.info.name)
@@ -234,14 +350,49 @@ class RetrievalService:
             plan.vector = self._vector_dim_check(plan, np.asarray(vec, dtype=np.float32))
         hits: list[ScoredRecord] = []
         if plan.info.dimension:
-            hits = await self._store_batcher.submit(plan.info.shard, self._first_stage(q, plan))
-        if q.rerank:  # a model call: off the event loop
+            first = self._store_batcher.submit(plan.info.shard, self._first_stage(q, plan))
+            if q.explain and plan.mode == "hybrid":
+                leg = self._store_batcher.submit(plan.info.shard, self._sparse_leg(q, plan))
+                hits, sparse = await first, await leg
+            else:
+                hits, sparse = await first, []
+            if q.explain:
+                self._explain_first(plan, hits, sparse)
+        # a model call, or MMR over many candidates (~40 ms for 1000): off the event loop
+        if q.rerank or (q.mmr is not None and len(hits) > 200):
             hits = await anyio.to_thread.run_sync(self._later_stages, q, plan, hits)
         else:
             hits = self._later_stages(q, plan, hits)
+        relevance = {h.id: relevance_of(plan.vector, h.embedding)
+                     for h in [*hits, *(x for g in plan.groups.values() for x in g)]
+                     if plan.vector is not None and h.embedding is not None}
+        if not q.include_embeddings:  # fetched for relevance and MMR only
+            hits = [_rescore(h, h.score, keep_vector=False) for h in hits]
+            plan.groups = {k: [_rescore(h, h.score, keep_vector=False) for h in g]
+                           for k, g in plan.groups.items()}
         return SearchResult(hits, plan.mode, (time.perf_counter() - t0) * 1000, plan.stages,
-                            plan.warnings)
+                            plan.warnings, relevance, plan.explain if q.explain else {},
+                            plan.groups)
+
+    def _explain_first(self, plan: _Plan, hits: list[ScoredRecord],
+                       sparse: list[ScoredRecord]) -> None:
+        """Raw first-stage scores per leg: ``dense`` (cosine), ``sparse`` (BM25; None
+        when the hit was not among the BM25 candidates) and ``fused`` (hybrid)."""
+        bm25 = {h.id: h.score for h in sparse}
+        for h in hits:
+            legs: dict[str, float | None] = {}
+            if plan.mode == "dense":
+                legs["dense"] = h.score
+            elif plan.mode == "sparse":
+                legs["sparse"] = h.score
+            else:
+                legs["sparse"] = bm25.get(h.id)
+                legs["fused"] = h.score
+            if "dense" not in legs and plan.vector is not None and h.embedding is not None:
+                legs["dense"] = 2 * relevance_of(plan.vector, h.embedding) - 1
+            plan.explain[h.id] = legs
 
 
-def _rescore(hit: ScoredRecord, score: float) -> ScoredRecord:
-    return ScoredRecord(hit.id, hit.text, hit.metadata, float(score), hit.embedding)
+def _rescore(hit: ScoredRecord, score: float, keep_vector: bool = True) -> ScoredRecord:
+    return ScoredRecord(hit.id, hit.text, hit.metadata, float(score),
+                        hit.embedding if keep_vector else None)

@@ -16,10 +16,11 @@ from typing import Any
 import anyio.to_thread
 
 from ragline.core.filters import Limits, Node, parse_where, parse_where_json
+from ragline.core.types import ScoredRecord
 from ragline.errors import CollectionNotFound, InvalidInput
 from ragline.services.collections import CollectionService
 from ragline.services.expand import expand_hits
-from ragline.services.retrieval import Fusion, Mode, RetrievalService, SearchQuery
+from ragline.services.retrieval import Fusion, Mode, Overviews, RetrievalService, SearchQuery
 from ragline.settings import Settings
 
 NO_DEFAULT = ("No collection given and no default collection configured "
@@ -51,16 +52,31 @@ class SearchRequest:
     boost: dict[str, Any] | None = None
     expand: str = "none"
     filters: dict[str, Any] = field(default_factory=dict)
+    group_by: str | None = None
+    group_size: int = 1
+    mmr: float | None = None
+    overviews: Overviews | None = None
+    relevance_threshold: float | None = None
+    explain: bool = False
 
 
 @dataclass
 class SearchHit:
+    """One result. ``score`` ranks within the mode (cosine, BM25, fused, reranker
+    probability, plus boosts); ``relevance`` is the one scale shared by every mode
+    (``0.5 + cosine/2``, None without embeddings); ``scores`` the raw per-leg scores
+    when ``explain`` was asked; ``group`` the other hits of its group under ``group_by``.
+    """
+
     id: str
     text: str
     metadata: dict[str, Any]
     score: float
     embedding: list[float] | None = None
     context: dict[str, Any] = field(default_factory=dict)
+    relevance: float | None = None
+    scores: dict[str, float | None] | None = None
+    group: list[SearchHit] | None = None
 
 
 @dataclass
@@ -145,17 +161,30 @@ class SearchService:
                         score_threshold=req.score_threshold,
                         include_embeddings=req.include_embeddings, rrf_k=req.rrf_k,
                         candidates=req.candidates, fusion=req.fusion, rerank=req.rerank,
-                        rerank_candidates=req.rerank_candidates, boost=req.boost)
+                        rerank_candidates=req.rerank_candidates, boost=req.boost,
+                        group_by=req.group_by, group_size=req.group_size, mmr=req.mmr,
+                        overviews=req.overviews, relevance_threshold=req.relevance_threshold,
+                        explain=req.explain)
         result = await self.retrieval.search(q)
-        hits = [SearchHit(h.id, h.text, dict(h.metadata), h.score,
-                          [float(x) for x in h.embedding]
-                          if req.include_embeddings and h.embedding is not None else None)
-                for h in result.hits]
+
+        def hit(h: ScoredRecord) -> SearchHit:
+            return SearchHit(h.id, h.text, dict(h.metadata), h.score,
+                             [float(x) for x in h.embedding]
+                             if req.include_embeddings and h.embedding is not None else None,
+                             relevance=result.relevance.get(h.id),
+                             scores=result.explain.get(h.id, {}) if req.explain else None)
+
+        hits = []
+        for h in result.hits:
+            out = hit(h)
+            if req.group_by:
+                out.group = [hit(x) for x in result.groups.get(h.id, [])]
+            hits.append(out)
         if req.expand != "none" and hits:
             info = self.collections.get(name)
             extra = await anyio.to_thread.run_sync(
                 expand_hits, self.retrieval.store, info, tenant, result.hits, req.expand)
-            for hit, added in zip(hits, extra, strict=True):
-                hit.context = added
+            for one, added in zip(hits, extra, strict=True):
+                one.context = added
         return SearchResponse(name, hits, result.mode, result.took_ms, result.stages,
                               result.warnings)

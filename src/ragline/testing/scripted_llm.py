@@ -6,6 +6,7 @@ it: tests hand it to the facade directly (``Ragline(settings, llm=...)``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -14,6 +15,24 @@ from ragline.providers.base import Health, ProviderConfig
 from ragline.providers.llms.base import Message
 
 Reply = str | BaseException | Callable[[list[Message]], str]
+
+
+# The tool-choice prompt asks for {"tool_name": ...}: a rule key that answers it.
+TOOL_DECISION = "tool_name"
+NO_TOOL = '{"tool_name": "none"}'
+
+
+def answer_from_context(messages: list[Message]) -> str:
+    """A reply that shows which retrieved documents reached the prompt:
+    ``Answer from: <title>, <title>`` (``no documents`` when there were none)."""
+    prompt = "\n".join(m["content"] for m in messages)
+    titles = re.findall(r"Document \(Source: [^,]*, Title: ([^,]+),", prompt)
+    return "Answer from: " + (", ".join(titles) if titles else "no documents")
+
+
+def citing_model() -> ScriptedChatModel:
+    """Never picks a tool; answers with :func:`answer_from_context`."""
+    return ScriptedChatModel(default=answer_from_context, rules={TOOL_DECISION: NO_TOOL})
 
 
 class ScriptedConfig(ProviderConfig):

@@ -194,10 +194,18 @@ def _add_ask(mcp: MCPServer, get_rl: Callable[[], Ragline],
     @mcp.tool()
     async def ask(
         question: Annotated[str, Field(min_length=1, description="A question to answer.")],
+        collection: Annotated[str | None, Field(
+            description="Collection to answer from (default: the server's default "
+            "collection).")] = None,
+        conversation_id: Annotated[str | None, Field(
+            description="Continue this conversation (from an earlier answer's "
+            "conversation_id): follow-up questions are searched with its topic.")] = None,
     ) -> dict[str, Any]:
-        """Answer a question from the knowledge base, with cited sources."""
+        """Answer a question from the knowledge base: the answer, its cited sources, the
+        path taken (rag, general or tool) and a conversation_id for follow-ups."""
         me = who()
-        result: dict[str, Any] = await _run(lambda: get_rl().chat(me, question))
+        result: dict[str, Any] = await _run(lambda: get_rl().chat(
+            me, question, conversation_id=conversation_id, collection=collection))
         return result
 
 

@@ -22,7 +22,11 @@ router = APIRouter(tags=["operations"])
 
 
 @router.post("/admin/backup", response_class=FileResponse,
-             responses={200: {"content": {"application/gzip": {}}}})
+             responses={200: {"description": "The data directory as a .tar.gz archive.",
+                              "content": {"application/gzip": {
+                                  "schema": {"type": "string", "format": "binary"},
+                                  "example": "(binary .tar.gz: catalog.sqlite3, "
+                                             "collections/...)"}}}})
 def backup(rl: RL, caller: Caller) -> FileResponse:
     """A consistent snapshot of the whole data directory as a .tar.gz (admin keys only)."""
     workdir = Path(tempfile.mkdtemp(prefix="ragline-backup-"))

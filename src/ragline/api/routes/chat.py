@@ -16,9 +16,10 @@ from typing import Any
 
 from fastapi import APIRouter, Response
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ragline.api.deps import RL, Caller
+from ragline.api.schemas_out import ChatAnswer, ConversationOut, ok
 from ragline.errors import RaglineError
 
 router = APIRouter(tags=["answers"])
@@ -30,13 +31,31 @@ class ChatBody(BaseModel):
     collection: str | None = None
     stream: bool = True
 
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"message": "how do nodes talk?", "collection": "docs", "stream": False}]})
+
+
+SSE_EXAMPLE = ('event: token\ndata: {"text": "Nodes talk"}\n\n'
+               'event: token\ndata: {"text": " over topics."}\n\n'
+               'event: done\ndata: {"conversation_id": "c0ffee", "strategy": "rag", ...}\n\n')
+CHAT_RESPONSES: dict[int | str, dict[str, Any]] = {200: {
+    **ok(ChatAnswer, description="stream: false: the answer as JSON. stream: true (the "
+         "default): text/event-stream of 'token' events, then one 'done' event with the "
+         "conversation id, strategy, path, tool, sources and timings ('error' on a "
+         "failure after the stream started).")[200],
+    "content": {"application/json": {},  # the model's example: api/openapi.py
+                "text/event-stream": {"schema": {"type": "string"},
+                                      "example": SSE_EXAMPLE}}}}
+
 
 def sse(event: str, data: dict[str, Any]) -> str:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
 
 
-@router.post("/api/chat", response_model=None)
+@router.post("/api/chat", response_model=None, responses=CHAT_RESPONSES)
 async def chat(body: ChatBody, rl: RL, caller: Caller) -> dict[str, Any] | StreamingResponse:
+    """Answer a message from the caller's knowledge base (or a tool) with the configured
+    chat model, in a conversation; streamed as server-sent events unless ``stream: false``."""
     turn = await rl.chat_turn(caller, body.message, conversation_id=body.conversation_id,
                               collection=body.collection)
     if not body.stream:
@@ -53,12 +72,15 @@ async def chat(body: ChatBody, rl: RL, caller: Caller) -> dict[str, Any] | Strea
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 
-@router.get("/api/conversations/{conversation_id}")
+@router.get("/api/conversations/{conversation_id}", responses=ok(ConversationOut))
 def get_conversation(conversation_id: str, rl: RL, caller: Caller) -> dict[str, Any]:
+    """A conversation of the caller's tenant with its messages."""
     return rl.get_conversation(caller, conversation_id)
 
 
-@router.delete("/api/conversations/{conversation_id}", status_code=204)
+@router.delete("/api/conversations/{conversation_id}", status_code=204,
+               responses={204: {"description": "Deleted (no body)."}})
 def delete_conversation(conversation_id: str, rl: RL, caller: Caller) -> Response:
+    """Delete a conversation of the caller's tenant."""
     rl.delete_conversation(caller, conversation_id)
     return Response(status_code=204)

@@ -7,53 +7,70 @@ from typing import Any
 from fastapi import APIRouter, Query
 
 from ragline.api.deps import RL, Caller
+from ragline.api.fast_json import FastJSONRoute
 from ragline.api.schemas import DocumentList, DocumentOut, DocumentsAdd, DocumentsDelete
+from ragline.api.schemas_out import (
+    CollectionEmptied,
+    DocumentsAdded,
+    DocumentsDeleted,
+    MetadataValues,
+    ok,
+)
 from ragline.facade import DocumentInput
 
-router = APIRouter(tags=["documents"])
+router = APIRouter(tags=["documents"], route_class=FastJSONRoute)
 
 
-@router.post("/collections/{name}/documents")
+@router.post("/collections/{name}/documents", responses=ok(DocumentsAdded))
 def add_documents(name: str, body: DocumentsAdd, rl: RL, caller: Caller) -> dict[str, Any]:
+    """Upsert documents into the caller's tenant: pre-computed ``embedding`` each, or text
+    only when the collection embeds server-side (``embed``). Whole or nothing."""
     docs = [DocumentInput(d.text, d.metadata, d.embedding, d.id) for d in body.documents or []]
     ids = rl.add_documents(caller, name, docs)
     return {"status": "success", "collection": name, "count": len(ids), "ids": ids}
 
 
-@router.get("/collections/{name}/documents", response_model=DocumentList)
+@router.get("/collections/{name}/documents", response_model=DocumentList,
+            responses=ok(DocumentList))
 def list_documents(
     name: str, rl: RL, caller: Caller,
     where: str | None = Query(None, description="JSON metadata filter"),
     limit: int = Query(100, ge=0), offset: int = Query(0, ge=0),
 ) -> dict[str, Any]:
+    """A page of the caller's tenant's documents, optionally filtered by ``where`` (JSON)."""
     page = rl.list_documents(caller, name, where, limit, offset)
     docs = [DocumentOut(id=r.id, text=r.text, metadata=r.metadata) for r in page.records]
     return {"documents": docs, "count": len(docs), "total": page.total}
 
 
-@router.delete("/collections/{name}/documents/all")
+@router.delete("/collections/{name}/documents/all", responses=ok(CollectionEmptied))
 def empty_collection(name: str, rl: RL, caller: Caller) -> dict[str, Any]:
+    """Delete the caller's tenant's documents (a user key), or every document (an admin
+    key naming no tenant). Atomic: nothing is half-deleted."""
     n = rl.empty_collection(caller, name)
     return {"status": "emptied", "collection": name, "count_deleted": n}
 
 
-@router.delete("/collections/{name}/documents")
+@router.delete("/collections/{name}/documents", responses=ok(DocumentsDeleted))
 def delete_documents(
     name: str, body: DocumentsDelete, rl: RL, caller: Caller
 ) -> dict[str, Any]:
+    """Delete the caller's tenant's documents by ``ids`` and/or ``where``."""
     n = rl.delete_documents(caller, name, body.ids, body.where)
     return {"status": "deleted", "collection": name, "count_deleted": n}
 
 
-@router.get("/collections/{name}/documents/{doc_id:path}")
+@router.get("/collections/{name}/documents/{doc_id:path}", responses=ok(DocumentOut))
 def get_document(name: str, doc_id: str, rl: RL, caller: Caller) -> dict[str, Any]:
+    """One document of the caller's tenant (another tenant's id is a 404)."""
     rec = rl.get_document(caller, name, doc_id)
     return {"id": rec.id, "text": rec.text, "metadata": rec.metadata}
 
 
-@router.get("/collections/{name}/metadata-values")
+@router.get("/collections/{name}/metadata-values", responses=ok(MetadataValues))
 def metadata_values(
     name: str, rl: RL, caller: Caller, field: str | None = Query(None)
 ) -> dict[str, Any]:
+    """Distinct values of a metadata ``field`` over the caller's tenant's documents."""
     values = rl.metadata_values(caller, name, field)
     return {"field": field, "values": values, "count": len(values)}

@@ -6,9 +6,10 @@ from dataclasses import asdict
 from typing import Any, Literal
 
 from fastapi import APIRouter
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ragline.api.deps import RL, Caller
+from ragline.api.schemas_out import KeyCreated, KeyList, KeyRevoked, ok
 
 router = APIRouter(prefix="/api/keys", tags=["keys"])
 
@@ -19,19 +20,26 @@ class KeyCreate(BaseModel):
     tenant: str = Field(description="The tenant the key acts in.")
     name: str = Field("", max_length=200, description="A label for people.")
 
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"role": "user", "tenant": "alice", "name": "alice's laptop"}]})
 
-@router.post("", status_code=201)
+
+@router.post("", status_code=201, responses=ok(KeyCreated, 201, "The key; its secret is "
+                                                       "shown this once."))
 def create_key(body: KeyCreate, rl: RL, caller: Caller) -> dict[str, Any]:
+    """Create an API key (admin keys); the secret is in this response only."""
     rec, key = rl.create_key(caller, body.role, body.tenant, body.name)
     return {**asdict(rec), "key": key}
 
 
-@router.get("")
+@router.get("", responses=ok(KeyList))
 def list_keys(rl: RL, caller: Caller) -> dict[str, Any]:
+    """API keys without their secrets (admin keys)."""
     keys = [asdict(k) for k in rl.list_keys(caller)]
     return {"keys": keys, "count": len(keys)}
 
 
-@router.delete("/{key_id}")
+@router.delete("/{key_id}", responses=ok(KeyRevoked))
 def revoke_key(key_id: str, rl: RL, caller: Caller) -> dict[str, Any]:
+    """Revoke a key at once (admin keys); later requests with it answer 401."""
     return {"status": "revoked", **asdict(rl.revoke_key(caller, key_id))}

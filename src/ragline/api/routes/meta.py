@@ -11,11 +11,12 @@ from fastapi.responses import Response
 
 from ragline import __version__
 from ragline.api.deps import RL, Caller
+from ragline.api.schemas_out import VersionOut, ok
 
 router = APIRouter(tags=["operations"])
 
 
-@router.get("/version")
+@router.get("/version", responses=ok(VersionOut))
 def version(caller: Caller) -> dict[str, Any]:
     """ragline's version, the data-directory format it writes, and the Python it runs on."""
     from ragline.datadir import FORMAT_VERSION
@@ -30,10 +31,16 @@ def version(caller: Caller) -> dict[str, Any]:
 
 
 metrics_router = APIRouter(tags=["operations"])
+METRICS_EXAMPLE = ('# HELP ragline_http_requests_total HTTP requests answered, by route '
+                   'template and status.\n'
+                   '# TYPE ragline_http_requests_total counter\n'
+                   'ragline_http_requests_total{method="POST",route="/search",status="200"} 42\n')
 
 
 @metrics_router.get("/metrics", response_class=Response,
-                    responses={200: {"content": {"text/plain": {}}}})
+                    responses={200: {"description": "Prometheus text format 0.0.4.", "content": {
+                        "text/plain": {"schema": {"type": "string"},
+                                       "example": METRICS_EXAMPLE}}}})
 def prometheus_metrics(rl: RL, caller: Caller) -> Response:
     """Prometheus exposition text: HTTP, batching, store, jobs, cache (docs/operations.md).
     Admin keys only: the figures cover every tenant."""

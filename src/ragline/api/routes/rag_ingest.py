@@ -10,13 +10,16 @@ declared length before the body is read (an HTTP concern), and again on the byte
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 from starlette.datastructures import UploadFile
 
 from ragline.api.deps import RL, Caller
+from ragline.api.schemas_out import IngestProcessed, IngestQueued, ok
 from ragline.errors import InvalidInput, PayloadTooLarge
 from ragline.facade import IngestOutcome, IngestSource, Principal, Ragline
 
@@ -27,13 +30,31 @@ MULTIPART_SLACK = 64 * 1024
 COLLECTION = Query(None, description="Collection (default: the configured default collection).")
 
 
+RESPONSES = {**ok(IngestProcessed, 201, "Processed while the request waited."),
+             **ok(IngestQueued, 202, "Accepted as a job (a larger source).")}
+UPLOAD_BODY: dict[str, Any] = {"requestBody": {"required": True, "content": {
+    "multipart/form-data": {
+        "schema": {"type": "object", "required": [FIELD], "properties": {FIELD: {
+            "type": "string", "format": "binary",
+            "description": "A Markdown, text, HTML or PDF file (limit max_upload_bytes)."}}},
+        "example": {FIELD: "# Notes\n\nROS 2 topics carry messages between nodes."}}}}}
+"""The upload is read from the request itself (the size limit is checked before the
+body is parsed), so FastAPI cannot infer it; declared here for the OpenAPI document."""
+
+
 class UrlBody(BaseModel):
     url: str
+
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"url": "https://docs.ros.org/en/rolling/Concepts.html"}]})
 
 
 class TextBody(BaseModel):
     text: str | None = None
     title: str | None = None
+
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"text": "ROS 2 topics carry messages between nodes.", "title": "Topics"}]})
 
 
 def _render(outcome: IngestOutcome) -> JSONResponse:
@@ -50,9 +71,11 @@ def _render(outcome: IngestOutcome) -> JSONResponse:
                          "unchanged": res.unchanged}, status_code=201)
 
 
-@router.post("/upload", status_code=201)
+@router.post("/upload", status_code=201, responses=RESPONSES, openapi_extra=UPLOAD_BODY)
 async def upload(request: Request, rl: RL, caller: Caller,
                  collection: str | None = COLLECTION) -> JSONResponse:
+    """Ingest one uploaded file (``documentFile``, multipart) into the caller's tenant:
+    processed at once (201) or, above ``ingest_sync_max_bytes``, as a job (202)."""
     with rl.upload_slot():  # bounded concurrent uploads: 429 beyond (issue 10)
         return await _upload(request, rl, caller, collection)
 
@@ -75,15 +98,19 @@ async def _upload(request: Request, rl: Ragline, caller: Principal,
     return _render(await run_in_threadpool(rl.ingest, caller, src))
 
 
-@router.post("/url", status_code=201)
+@router.post("/url", status_code=201, responses=RESPONSES)
 async def from_url(body: UrlBody, rl: RL, caller: Caller,
                    collection: str | None = COLLECTION) -> JSONResponse:
+    """Fetch a public web page (SSRF-guarded, size- and time-limited) and ingest it
+    into the caller's tenant."""
     src = IngestSource("url", collection, url=body.url)
     return _render(await rl.ingest_async(caller, src))  # the fetch holds no worker thread
 
 
-@router.post("/text", status_code=201)
+@router.post("/text", status_code=201, responses=RESPONSES)
 async def from_text(body: TextBody, rl: RL, caller: Caller,
                     collection: str | None = COLLECTION) -> JSONResponse:
+    """Ingest a text (Markdown allowed) into the caller's tenant; the same text again is
+    reported ``unchanged``."""
     src = IngestSource("text", collection, text=body.text, title=body.title)
     return _render(await run_in_threadpool(rl.ingest, caller, src))

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from ragline.api.deps import RL, Caller
+from ragline.api.schemas_out import ok
 
 router = APIRouter(tags=["rerank"])
 
@@ -32,6 +33,11 @@ class RerankRequest(BaseModel):
     documents: list[RerankDocument]
     top_k: int | None = Field(None, ge=1, description="Return only the best k after scoring all.")
 
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"query": "how do nodes talk?", "top_k": 1,
+         "documents": [{"id": "a", "text": "Nodes publish messages on topics."},
+                       {"id": "b", "text": "URDF describes a robot's joints."}]}]})
+
 
 class RerankedDocument(BaseModel):
     id: str | int
@@ -42,8 +48,11 @@ class RerankedDocument(BaseModel):
 class RerankResponse(BaseModel):
     reranked: list[RerankedDocument]
 
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"reranked": [{"id": "a", "score": 0.91, "original_rank": 1}]}]})
 
-@router.post("/rerank", response_model=RerankResponse)
+
+@router.post("/rerank", response_model=RerankResponse, responses=ok(RerankResponse))
 async def rerank(body: RerankRequest, rl: RL, caller: Caller) -> dict[str, Any]:
     """Score all documents, sort by score descending, cut to ``top_k``."""
     docs = [d.model_dump() for d in body.documents]

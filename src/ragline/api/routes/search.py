@@ -12,10 +12,12 @@ from typing import Any
 from fastapi import APIRouter
 
 from ragline.api.deps import RL, Caller, Reader
+from ragline.api.fast_json import FastJSONRoute
 from ragline.api.schemas import BOOK_FILTERS, BookSearch, VectorSearch
-from ragline.facade import SearchRequest, SearchResponse
+from ragline.api.schemas_out import BookSearchResults, SearchResults, ok
+from ragline.facade import SearchHit, SearchRequest, SearchResponse
 
-router = APIRouter(tags=["search"])
+router = APIRouter(tags=["search"], route_class=FastJSONRoute)
 
 
 def _request(body: VectorSearch, collection: str | None) -> SearchRequest:
@@ -24,15 +26,23 @@ def _request(body: VectorSearch, collection: str | None) -> SearchRequest:
     return SearchRequest(collection=collection, filters=filters, **fields)
 
 
+def _hit(h: SearchHit) -> dict[str, Any]:
+    item: dict[str, Any] = {"id": h.id, "text": h.text, "metadata": h.metadata,
+                            "score": h.score}
+    if h.relevance is not None:
+        item["relevance"] = h.relevance
+    if h.scores is not None:
+        item["scores"] = h.scores
+    if h.embedding is not None:
+        item["embedding"] = h.embedding
+    item.update(h.context)
+    if h.group is not None:
+        item["group"] = [_hit(x) for x in h.group]
+    return item
+
+
 def render(res: SearchResponse) -> dict[str, Any]:
-    results = []
-    for h in res.hits:
-        item: dict[str, Any] = {"id": h.id, "text": h.text, "metadata": h.metadata,
-                                "score": h.score}
-        if h.embedding is not None:
-            item["embedding"] = h.embedding
-        item.update(h.context)
-        results.append(item)
+    results = [_hit(h) for h in res.hits]
     out: dict[str, Any] = {"results": results, "mode": res.mode,
                            "took_ms": round(res.took_ms, 2), "stages": res.stages}
     if res.warnings:
@@ -40,12 +50,16 @@ def render(res: SearchResponse) -> dict[str, Any]:
     return out
 
 
-@router.post("/collections/{name}/search")
+@router.post("/collections/{name}/search", responses=ok(SearchResults))
 async def search(name: str, body: VectorSearch, rl: RL, caller: Caller) -> dict[str, Any]:
+    """Dense, sparse or hybrid search over the caller's tenant's documents, with
+    ``where`` filters, optional reranking, metadata boosts and context expansion."""
     return render(await rl.search(caller, _request(body, name)))
 
 
-@router.post("/search")
+@router.post("/search", responses=ok(BookSearchResults))
 async def default_search(body: BookSearch, rl: RL, caller: Reader) -> dict[str, Any]:
+    """Spec 004's book search on the default (or named) collection with the book's
+    filters ANDed with ``where``. Public for ``RAGLINE_PUBLIC_SEARCH_TENANT`` when set."""
     res = await rl.search(caller, _request(body, body.collection))
     return {**render(res), "collection": res.collection}

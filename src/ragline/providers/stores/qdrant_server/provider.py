@@ -377,7 +377,7 @@ class QdrantServerStore:
             if not sq.text.strip():
                 return None
             return m.QueryRequest(query=m.TextQuery(text=sq.text), using=TEXT, filter=flt,
-                                  limit=sq.limit, with_payload=True)
+                                  limit=sq.limit, with_payload=True, with_vector=with_vector)
         if sq.vector is None:
             raise ValueError(f"a {sq.mode} query needs a vector")
         vec = np.asarray(sq.vector, dtype=np.float32).tolist()

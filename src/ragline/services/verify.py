@@ -1,0 +1,222 @@
+"""``ragline verify``: does the ingestion state in the catalog agree with the store?
+
+Ingestion decides what to skip from the catalog's state rows, so a row that
+disagrees with the store either hides lost text ("unchanged" while the chunks
+are gone) or leaves chunks nobody tracks (never updated, never deleted). Writes
+are ordered so that a crash never produces the first kind (see
+``services/ingest_pipeline.py`` and ``services/sources.py``), but a data
+directory restored from mismatched copies, edited by hand or damaged on disk
+can hold anything. This check reads every state row and every chunk of every
+tenant it knows and reports:
+
+* ``missing_shard`` — a collection with vectors whose shard is gone. Repair:
+  recreate it empty (its rows then report missing chunks, settled below).
+* ``stale_state`` — rows of a shard that is no collection's any more. Repair: drop them.
+* ``missing_chunks`` — a row lists chunks the store does not hold. Repair: the row
+  keeps what is left and is marked ``modified`` (the next run writes the source
+  again); a row with nothing left is dropped.
+* ``orphan_chunks`` — ingested chunks that no row lists (leftovers of a source).
+  Repair: delete them.
+* ``interrupted_write`` — a first write that never finished (a row without hash).
+  Repair: delete the chunks it wrote and drop the row.
+* ``missing_root`` — directory sources whose root no longer exists. A notice, not
+  a problem: re-ingesting the tree from its new place takes them over.
+
+Chunks count as ingested when their metadata carries what ingestion writes
+(``parent_doc_id``, ``chunk_index``, ``content_hash``, ``source_hash``);
+documents added through the documents API are never touched. Tenants checked:
+those with state rows, plus the ones the caller names (API keys' tenants and
+the default tenant).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragline.catalog.ingest_state import IngestState, StateRow
+from ragline.core.types import CollectionInfo
+from ragline.providers.stores.base import VectorStore
+from ragline.services.collections import CollectionService
+from ragline.services.sources import PAGE, root_exists
+
+PROBLEMS = ("missing_shard", "stale_state", "missing_chunks", "orphan_chunks",
+            "interrupted_write")
+NOTICES = ("missing_root",)
+INGESTED_KEYS = ("parent_doc_id", "chunk_index", "content_hash", "source_hash")
+
+
+@dataclass
+class Finding:
+    kind: str
+    collection: str
+    tenant: str | None
+    source_id: str | None
+    count: int
+    message: str
+    repaired: bool = False
+
+    @property
+    def problem(self) -> bool:
+        return self.kind in PROBLEMS
+
+
+@dataclass
+class VerifyReport:
+    collections: int = 0
+    sources: int = 0
+    chunks: int = 0
+    repair: bool = False
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def problems(self) -> list[Finding]:
+        return [f for f in self.findings if f.problem]
+
+    @property
+    def ok(self) -> bool:
+        """Nothing wrong is left (none found, or every one repaired)."""
+        return all(f.repaired for f in self.problems)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "repair": self.repair, "collections": self.collections,
+                "sources": self.sources, "chunks": self.chunks,
+                "problems": len(self.problems),
+                "repaired": sum(1 for f in self.problems if f.repaired),
+                "findings": [{"kind": f.kind, "collection": f.collection, "tenant": f.tenant,
+                              "source_id": f.source_id, "count": f.count,
+                              "message": f.message, "repaired": f.repaired}
+                             for f in self.findings]}
+
+
+def is_ingested(metadata: dict[str, Any]) -> bool:
+    return all(k in metadata for k in INGESTED_KEYS)
+
+
+class VerifyService:
+    def __init__(self, collections: CollectionService, store: VectorStore,
+                 state: IngestState) -> None:
+        self.collections = collections
+        self.store = store
+        self.state = state
+
+    def verify(self, *, repair: bool = False, collection: str | None = None,
+               tenants: Iterable[str] = ()) -> VerifyReport:
+        report = VerifyReport(repair=repair)
+        infos = {c.name: c for c in self.collections.all()
+                 if collection is None or c.name == collection}
+        by_key: dict[tuple[str, str], list[StateRow]] = defaultdict(list)
+        stale: list[StateRow] = []
+        for row in self.state.rows():
+            if collection is not None and row.collection != collection:
+                continue
+            info = infos.get(row.collection)
+            if info is None or info.shard != row.shard:
+                stale.append(row)
+            else:
+                by_key[(row.collection, row.tenant)].append(row)
+        by_collection: dict[str, list[StateRow]] = defaultdict(list)
+        for row in stale:
+            by_collection[row.collection].append(row)
+        for name, rows in sorted(by_collection.items()):
+            f = Finding("stale_state", name, None, None, len(rows),
+                        f"{len(rows)} state row(s) of a shard collection '{name}' no longer "
+                        "uses")
+            if repair:
+                self.state.drop_rows(rows)
+                f.repaired = True
+            report.findings.append(f)
+        extra = set(tenants)
+        for info in infos.values():
+            report.collections += 1
+            self._shard(info, report, repair)
+            names = {t for (c, t) in by_key if c == info.name} | extra
+            for tenant in sorted(names):
+                with self.state.writing(info.name, tenant):
+                    self._tenant(info, tenant, by_key.get((info.name, tenant), []), report,
+                                 repair)
+        return report
+
+    def _shard(self, info: CollectionInfo, report: VerifyReport, repair: bool) -> None:
+        if info.dimension is None or self.store.has_shard(info.shard):
+            return
+        f = Finding("missing_shard", info.name, None, None, 1,
+                    f"collection '{info.name}' has no shard in the store: its vectors are "
+                    "lost (re-ingest the sources)")
+        if repair:
+            self.store.create_shard(info.shard, info.dimension)
+            f.repaired = True
+        report.findings.append(f)
+
+    def _stored(self, info: CollectionInfo, tenant: str) -> tuple[set[str], dict[str, str]]:
+        """Every id of the tenant, and the ingested ones with their parent source."""
+        ids: set[str] = set()
+        ingested: dict[str, str] = {}
+        if info.dimension is None or not self.store.has_shard(info.shard):
+            return ids, ingested
+        offset = 0
+        while True:
+            page = self.store.list_page(info.shard, tenant, None, PAGE, offset)
+            for rec in page.records:
+                ids.add(rec.id)
+                if is_ingested(rec.metadata):
+                    ingested[rec.id] = str(rec.metadata["parent_doc_id"])
+            offset += len(page.records)
+            if not page.records or offset >= page.total:
+                return ids, ingested
+
+    def _tenant(self, info: CollectionInfo, tenant: str, rows: list[StateRow],
+                report: VerifyReport, repair: bool) -> None:
+        name, shard = info.name, info.shard
+        ids, ingested = self._stored(info, tenant)
+        report.chunks += len(ingested)
+        report.sources += len(rows)
+        states = {r.source.source_id: r for r in rows}
+        listed = {cid: sid for sid, r in states.items() for cid in r.source.chunk_ids}
+        settle: dict[str, list[str]] = {}
+        rootless = 0
+        for sid, r in sorted(states.items()):
+            s = r.source
+            if s.source_hash is None:
+                leftovers = sorted(i for i, p in ingested.items() if p == sid)
+                f = Finding("interrupted_write", name, tenant, sid, len(leftovers),
+                            f"source '{sid}': a first write that never finished "
+                            f"({len(leftovers)} chunk(s) written)")
+                if repair:
+                    self.store.delete_ids(shard, tenant, leftovers)
+                    self.state.drop_rows([r])
+                    f.repaired = True
+                report.findings.append(f)
+                continue
+            missing = [c for c in s.chunk_ids if c not in ids]
+            if missing:
+                f = Finding("missing_chunks", name, tenant, sid, len(missing),
+                            f"source '{sid}': {len(missing)} of {len(s.chunk_ids)} chunk(s) "
+                            "listed in the state are not in the store")
+                settle[sid] = [c for c in s.chunk_ids if c in ids]
+                f.repaired = repair
+                report.findings.append(f)
+            if root_exists(s.origin) is False:
+                rootless += 1
+        if rootless:
+            report.findings.append(Finding(
+                "missing_root", name, tenant, None, rootless,
+                f"{rootless} source(s) were ingested from a directory that no longer exists "
+                "(re-ingest the tree from its new place, or delete the sources)"))
+        if repair and settle:
+            self.state.settle(name, shard, tenant, settle)
+        pending = {sid for sid, r in states.items() if r.source.source_hash is None}
+        orphans: dict[str, list[str]] = defaultdict(list)
+        for cid, parent in ingested.items():
+            if listed.get(cid) != parent and parent not in pending:
+                orphans[parent].append(cid)
+        for parent, cids in sorted(orphans.items()):
+            f = Finding("orphan_chunks", name, tenant, parent, len(cids),
+                        f"source '{parent}': {len(cids)} chunk(s) in the store that no state "
+                        "row lists")
+            if repair:
+                self.store.delete_ids(shard, tenant, sorted(cids))
+                f.repaired = True
+            report.findings.append(f)
