@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from ragline.api.schemas import DocumentList
+from ragline.api import schemas_out as api
+from ragline.api.schemas import DocumentList, DocumentOut
 from ragline.cli.main import app
 from ragline.client import models as m
 from tests.live_server import LiveServer
@@ -66,12 +67,31 @@ def place(request: pytest.FixtureRequest, server: tuple[LiveServer, Path],
     return _place(request.param, server, tmp_path)
 
 
+API_MODELS: dict[tuple[str, ...], type[Any]] = {
+    # the API's own response models (ragline.api.schemas_out) for each command's --json
+    ("collections", "create"): api.CollectionCreated, ("collections", "list"): api.CollectionList,
+    ("collections", "show"): api.CollectionOut, ("collections", "delete"): api.CollectionDeleted,
+    ("collections", "empty"): api.CollectionEmptied, ("documents", "add"): api.DocumentsAdded,
+    ("documents", "list"): DocumentList, ("documents", "get"): DocumentOut,
+    ("documents", "delete"): api.DocumentsDeleted, ("search",): api.SearchResults,
+    ("ingest",): api.JobOut, ("jobs", "list"): api.JobList, ("jobs", "show"): api.JobOut,
+    ("jobs", "wait"): api.JobOut, ("jobs", "rerun"): api.JobRerun,
+    ("keys", "create"): api.KeyCreated, ("keys", "list"): api.KeyList,
+    ("keys", "revoke"): api.KeyRevoked,
+}
+
+
 def run(place: Place, *args: str, code: int = 0, input: str | None = None) -> Any:
-    """The command with the place's connection; ``--json`` output parsed."""
+    """The command with the place's connection; ``--json`` output parsed and validated
+    against the API's response model for the same operation."""
     result = CliRunner().invoke(app, [*args, *place.args], input=input)
     assert result.exit_code == code, (result.stdout, result.stderr)
     if "--json" in args and code == 0:
-        return json.loads(result.stdout.strip().splitlines()[-1])
+        body = json.loads(result.stdout.strip().splitlines()[-1])
+        model = API_MODELS.get(tuple(args[:2])) or API_MODELS.get(tuple(args[:1]))
+        if model is not None:
+            model.model_validate(body)
+        return body
     return result
 
 

@@ -109,6 +109,15 @@ def test_directory_jobs(served: Served, name: str) -> None:
         again = rl.rerun_job(started.job_id)
         assert again.rerun_of == started.job_id
         assert rl.wait_for_job(again.job_id, timeout=120).status == "succeeded"
+        sources = rl.list_sources(name)
+        assert sources.total == 2 and {s.origin for s in sources.sources} == {"directory"}
+        robots = next(s for s in sources.sources if s.source_path == "robots.md")
+        detail = rl.get_source(name, robots.source_id)
+        assert detail.chunks_in_store == len(detail.chunk_ids) == robots.chunk_count >= 1
+        gone = rl.delete_source(name, robots.source_id)
+        assert gone.count_deleted == robots.chunk_count
+        with pytest.raises(errors.NotFound):
+            rl.get_source(name, robots.source_id)
         with pytest.raises(errors.NotFound):
             rl.job("no-such-job")
         with pytest.raises(errors.InvalidInput):  # outside the allowed roots

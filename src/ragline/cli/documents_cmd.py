@@ -80,7 +80,7 @@ def add(collection: Collection, target: Target, as_json: bool,
     ids: list[str] = []
     for start in range(0, len(docs), BATCH):  # one request per batch, not one per file
         ids += target.add_documents(collection, docs[start:start + BATCH]).ids
-    out = m.DocumentsAdded(collection=collection, count=len(ids), ids=ids)
+    out = m.DocumentsAdded(status="success", collection=collection, count=len(ids), ids=ids)
     say(as_json, out, f"added {out.count} document(s) to {collection}")
 
 

@@ -129,13 +129,13 @@ class LocalTarget:
         embed = {"provider": embed_provider, "model": embed_model} if embed_provider else None
         view = self.rl.create_collection(self.me, name, dict(metadata) if metadata else None,
                                          None, None, embed)
-        return m.Collection(**asdict(view))
+        return m.Collection(**asdict(view), status="created")
 
     def delete_collection(self, name: str) -> str:
         return self.rl.delete_collection(self.me, name)
 
     def empty_collection(self, name: str) -> m.DocumentsDeleted:
-        return m.DocumentsDeleted(collection=name,
+        return m.DocumentsDeleted(collection=name, status="emptied",
                                   count_deleted=self.rl.empty_collection(self.me, name))
 
     # -- documents ------------------------------------------------------------------------
@@ -155,13 +155,13 @@ class LocalTarget:
         docs = [DocumentInput(d.get("text", ""), d.get("metadata"), d.get("embedding"),
                               d.get("id")) for d in documents]
         ids = self.rl.add_documents(self.me, name, docs)
-        return m.DocumentsAdded(collection=name, count=len(ids), ids=ids)
+        return m.DocumentsAdded(status="success", collection=name, count=len(ids), ids=ids)
 
     def delete_documents(self, name: str, ids: Sequence[str] | None = None,
                          where: Mapping[str, Any] | None = None) -> m.DocumentsDeleted:
         n = self.rl.delete_documents(self.me, name, list(ids) if ids is not None else None,
                                      dict(where) if where is not None else None)
-        return m.DocumentsDeleted(collection=name, count_deleted=n)
+        return m.DocumentsDeleted(status="deleted", collection=name, count_deleted=n)
 
     # -- search ---------------------------------------------------------------------------
     def search(self, collection: str | None = None, query: str | None = None, *,
@@ -200,7 +200,7 @@ class LocalTarget:
         return [m.ApiKey(**asdict(k)) for k in self.rl.list_keys(self.me)]
 
     def revoke_key(self, key_id: str) -> m.ApiKey:
-        return m.ApiKey(**asdict(self.rl.revoke_key(self.me, key_id)))
+        return m.ApiKey(**asdict(self.rl.revoke_key(self.me, key_id)), status="revoked")
 
 
 def job_model(job: Job) -> m.Job:

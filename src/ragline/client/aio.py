@@ -77,6 +77,10 @@ class AsyncClient:
     delete_documents = awaiting(ep.delete_documents)
     empty_collection = awaiting(ep.empty_collection)
     metadata_values = awaiting(ep.metadata_values)
+    # -- sources ----------------------------------------------------------------------
+    list_sources = awaiting(ep.list_sources)
+    get_source = awaiting(ep.get_source)
+    delete_source = awaiting(ep.delete_source)
     # -- search and context -----------------------------------------------------------
     search = awaiting(ep.search)
     context = awaiting(ep.context)

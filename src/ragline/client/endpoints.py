@@ -139,6 +139,24 @@ def metadata_values(collection: str, field: str) -> Call[m.MetadataValues]:
                 _model(m.MetadataValues), params={"field": field}, idempotent=True)
 
 
+# -- sources ----------------------------------------------------------------------------
+def list_sources(collection: str, *, limit: int = 100, offset: int = 0) -> Call[m.SourceList]:
+    return Call("GET", f"/collections/{_seg(collection)}/sources", _model(m.SourceList),
+                params={"limit": limit, "offset": offset}, idempotent=True)
+
+
+def get_source(collection: str, source_id: str) -> Call[m.SourceDetail]:
+    return Call("GET", f"/collections/{_seg(collection)}/sources/{quote(source_id, safe='/')}",
+                _model(m.SourceDetail), idempotent=True)
+
+
+def delete_source(collection: str, source_id: str) -> Call[m.SourceDeleted]:
+    """A source's chunks and its ingestion state, together."""
+    return Call("DELETE",
+                f"/collections/{_seg(collection)}/sources/{quote(source_id, safe='/')}",
+                _model(m.SourceDeleted), idempotent=True)
+
+
 # -- search -------------------------------------------------------------------------------
 def search(collection: str | None = None, query: str | None = None, *,
            embedding: Sequence[float] | None = None, limit: int = 10,

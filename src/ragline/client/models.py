@@ -85,6 +85,38 @@ class SearchResult(ApiModel):
     collection: str | None = None  # POST /search names the collection it used
 
 
+class Source(ApiModel):
+    """An ingested source (a file of a tree, an upload, a text, a URL) and its state."""
+
+    source_id: str
+    origin: str
+    source_path: str
+    source_hash: str | None = None
+    state: str
+    chunk_count: int
+    created_at: str = ""
+    updated_at: str = ""
+    root: str | None = None
+
+
+class SourceDetail(Source):
+    chunk_ids: list[str] = Field(default_factory=list)
+    chunks_in_store: int = 0
+    title: str | None = None
+
+
+class SourceList(ApiModel):
+    sources: list[Source]
+    count: int
+    total: int
+
+
+class SourceDeleted(ApiModel):
+    collection: str
+    source_id: str
+    count_deleted: int
+
+
 class ChunkContext(ApiModel):
     """``GET /context/{id}``: the chunk, its neighbours and its source."""
 

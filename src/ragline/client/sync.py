@@ -101,6 +101,10 @@ class Client:
     delete_documents = blocking(ep.delete_documents)
     empty_collection = blocking(ep.empty_collection)
     metadata_values = blocking(ep.metadata_values)
+    # -- sources ----------------------------------------------------------------------
+    list_sources = blocking(ep.list_sources)
+    get_source = blocking(ep.get_source)
+    delete_source = blocking(ep.delete_source)
     # -- search and context -----------------------------------------------------------
     search = blocking(ep.search)
     context = blocking(ep.context)
