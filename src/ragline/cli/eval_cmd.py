@@ -16,6 +16,13 @@ from ragline.cli.target import Target
 
 eval_app = typer.Typer(help="Measure retrieval quality.", no_args_is_help=True)
 
+Overviews = Annotated[str | None, typer.Option(
+    help="yield or keep: the overview prior (default: the server's setting).")]
+Mmr = Annotated[float | None, typer.Option(
+    help="MMR weight of relevance against novelty, 0-1 (default: off).")]
+GroupBy = Annotated[str | None, typer.Option(
+    help="Distinct results per 'source' or metadata field (default: off).")]
+
 
 @eval_app.command("beir")
 @client_command
@@ -26,12 +33,9 @@ def beir(
     mode: Annotated[str | None, typer.Option(help="dense, sparse or hybrid.")] = None,
     provider: Annotated[str, typer.Option(help="Embedding provider for a new collection.")]
     = "local",
-    overviews: Annotated[str | None, typer.Option(
-        help="yield or keep: the overview prior (default: the server's setting).")] = None,
-    mmr: Annotated[float | None, typer.Option(
-        help="MMR weight of relevance against novelty, 0-1 (default: off).")] = None,
-    group_by: Annotated[str | None, typer.Option(
-        help="Distinct results per 'source' or metadata field (default: off).")] = None,
+    overviews: Overviews = None,
+    mmr: Mmr = None,
+    group_by: GroupBy = None,
 ) -> None:
     """Ingest PATH (once) and report nDCG@10, Recall@100 and MRR@10 (on a server, or the
     data directory when none runs; --json prints the metrics last)."""
@@ -100,12 +104,9 @@ def questions(
     min_mrr: Annotated[float | None, typer.Option(help="Fail below this MRR.")] = None,
     max_regressions: Annotated[int | None, typer.Option(
         help="Fail when more questions than this rank worse than in --baseline.")] = None,
-    overviews: Annotated[str | None, typer.Option(
-        help="yield or keep: the overview prior (default: the server's setting).")] = None,
-    mmr: Annotated[float | None, typer.Option(
-        help="MMR weight of relevance against novelty, 0-1 (default: off).")] = None,
-    group_by: Annotated[str | None, typer.Option(
-        help="Distinct results per 'source' or metadata field (default: off).")] = None,
+    overviews: Overviews = None,
+    mmr: Mmr = None,
+    group_by: GroupBy = None,
 ) -> None:
     """Search each question and report hit@1/3/5, MRR and every question's rank (on a
     server, or the data directory when none runs).
