@@ -31,7 +31,8 @@ way. Storage and services raise these; they never import FastAPI.
     │   ├── CatalogUnavailable        503  catalog_unavailable
     │   ├── ModelNotLoaded            503  model_not_loaded
     │   ├── IngestCancelled           503  ingestion_cancelled
-    │   └── LLMNotConfigured          503  llm_not_configured
+    │   ├── LLMNotConfigured          503  llm_not_configured
+    │   └── ServerUnreachable         503  server_unreachable
     ├── InsufficientStorage           507  insufficient_storage
     ├── ProviderError                 502  provider_error
     ├── StoreError                    500  store_error
@@ -206,6 +207,13 @@ class IngestCancelled(ServiceUnavailable):
     """An ingestion run was asked to stop (shutdown); what was committed stays committed."""
 
     code = "ingestion_cancelled"
+
+
+class ServerUnreachable(ServiceUnavailable):
+    """A ragline server could not be reached (refused, reset, timed out): raised by
+    ``ragline.client`` after its retries, never by a server about itself."""
+
+    code = "server_unreachable"
 
 
 class ProviderError(RaglineError):

@@ -6,6 +6,7 @@ wrong role (403), and across tenants (404, nothing returned, counted or changed)
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import stat
@@ -317,10 +318,14 @@ def test_first_start_creates_an_admin_key_and_a_second_process_is_refused(
             capture_output=True, text=True, timeout=60, env={**os.environ, "RAGLINE_AUTH": "on"})
         assert second.returncode == 1
         assert f"pid {srv.proc.pid}" in second.stderr and srv.url in second.stderr
+        # the CLI does not fail on the lock: it talks to the server holding the directory,
+        # with the admin key the server wrote there
         keys = subprocess.run([sys.executable, "-m", "ragline.cli.main", "keys", "list",
-                               "--data-dir", str(tmp_path / "data")],
+                               "--data-dir", str(tmp_path / "data"), "--json"],
                               capture_output=True, text=True, timeout=60)
-        assert keys.returncode == 1 and "in use by another ragline process" in keys.stderr
+        assert keys.returncode == 0, keys.stderr
+        listed = json.loads(keys.stdout)["keys"]
+        assert [k["id"] for k in listed] == [key.split("_")[1]] and key not in keys.stdout
     finally:
         srv.stop()
     restarted = LiveServer(tmp_path / "data", env={"RAGLINE_AUTH": "on"})
@@ -338,14 +343,14 @@ def test_keys_cli_provisions_before_the_first_start(tmp_path: Path) -> None:
                            "--role", "user", "--tenant", "alice", "--data-dir", str(data),
                            "--json"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    import json
-
     made = json.loads(done.stdout)
-    assert set(made) == {"id", "key", "role", "tenant"} and made["tenant"] == "alice"
+    # the body of POST /api/keys: the record and, once, the key
+    assert {"id", "key", "role", "tenant", "created_at"} <= set(made)
+    assert made["tenant"] == "alice"
     listed = subprocess.run([sys.executable, "-m", "ragline.cli.main", "keys", "list",
                              "--data-dir", str(data), "--json"],
                             capture_output=True, text=True, timeout=60)
-    rows = json.loads(listed.stdout)
+    rows = json.loads(listed.stdout)["keys"]  # the body of GET /api/keys
     assert [r["id"] for r in rows] == [made["id"]] and made["key"] not in listed.stdout
     revoked = subprocess.run([sys.executable, "-m", "ragline.cli.main", "keys", "revoke",
                               made["id"], "--data-dir", str(data)],

@@ -176,4 +176,4 @@ def test_command_bad_input_exits_2(data_dir: Path, tmp_path: Path) -> None:
     assert result.exit_code == 2 and "no expected source" in result.stderr
     result = CliRunner().invoke(app, ["eval", "questions", str(EXAMPLE), "--collection", "nope",
                                       "--data-dir", str(data_dir)])
-    assert result.exit_code == 2
+    assert result.exit_code == 3  # not found (docs/cli.md)

@@ -11,60 +11,62 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
+from ragline.cli.common import client_command
+from ragline.cli.target import Target
+
 eval_app = typer.Typer(help="Measure retrieval quality.", no_args_is_help=True)
+
+Overviews = Annotated[str | None, typer.Option(
+    help="yield or keep: the overview prior (default: the server's setting).")]
+Mmr = Annotated[float | None, typer.Option(
+    help="MMR weight of relevance against novelty, 0-1 (default: off).")]
+GroupBy = Annotated[str | None, typer.Option(
+    help="Distinct results per 'source' or metadata field (default: off).")]
 
 
 @eval_app.command("beir")
+@client_command
 def beir(
     path: Annotated[Path, typer.Argument(help="BEIR dataset folder (corpus.jsonl, ...).")],
+    target: Target, as_json: bool,
     collection: Annotated[str, typer.Option(help="Collection to load it into.")],
     mode: Annotated[str | None, typer.Option(help="dense, sparse or hybrid.")] = None,
     provider: Annotated[str, typer.Option(help="Embedding provider for a new collection.")]
     = "local",
-    data_dir: Annotated[Path | None, typer.Option(help="Data directory.")] = None,
-    overviews: Annotated[str | None, typer.Option(
-        help="yield or keep: the overview prior (default: the server's setting).")] = None,
-    mmr: Annotated[float | None, typer.Option(
-        help="MMR weight of relevance against novelty, 0-1 (default: off).")] = None,
-    group_by: Annotated[str | None, typer.Option(
-        help="Distinct results per 'source' or metadata field (default: off).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print metrics as JSON last.")] = False,
+    overviews: Overviews = None,
+    mmr: Mmr = None,
+    group_by: GroupBy = None,
 ) -> None:
-    """Ingest PATH (once) and report nDCG@10, Recall@100 and MRR@10."""
-    from ragline.cli.main import build_settings
+    """Ingest PATH (once) and report nDCG@10, Recall@100 and MRR@10 (on a server, or the
+    data directory when none runs; --json prints the metrics last)."""
     from ragline.evaluation import beir as b
-    from ragline.facade import Ragline
 
     if mode not in (None, "dense", "sparse", "hybrid"):
         raise typer.BadParameter("mode must be dense, sparse or hybrid")
     console = Console(stderr=True)
-    rl = Ragline(build_settings(data_dir)).start()
-    try:
-        data = b.load(path)
-        columns = (TextColumn("ingest"), BarColumn(),
-                   TextColumn("{task.completed}/{task.total}"), TimeRemainingColumn())
-        with Progress(*columns, console=console) as bar:
-            task = bar.add_task("ingest", total=len(data.corpus))
-            t0 = time.perf_counter()
-            loaded = b.ingest(rl, data, collection, provider,
-                              lambda done, total: bar.update(task, completed=done))
-        if loaded:
-            console.print(f"ingested {len(data.corpus)} documents in "
-                          f"{time.perf_counter() - t0:.1f}s")
-        else:
-            console.print(f"collection '{collection}' already holds the corpus; not re-ingested")
-        t1 = time.perf_counter()
-        metrics = b.score(data, b.run(rl, data, collection, mode,
-                                      options=_search_options(overviews, mmr, group_by)))
-        elapsed = time.perf_counter() - t1
-        console.print(f"{metrics['queries']} queries in {elapsed:.1f}s "
-                      f"(mode={mode or 'auto'})")
-        for k in ("ndcg@10", "recall@100", "mrr@10"):
-            console.print(f"  {k:>10}: {metrics[k]:.4f}")
-        if as_json:
-            typer.echo(json.dumps(metrics))
-    finally:
-        rl.close()
+    data = b.load(path)
+    columns = (TextColumn("ingest"), BarColumn(),
+               TextColumn("{task.completed}/{task.total}"), TimeRemainingColumn())
+    with Progress(*columns, console=console) as bar:
+        task = bar.add_task("ingest", total=len(data.corpus))
+        t0 = time.perf_counter()
+        loaded = b.ingest(target, data, collection, provider,
+                          lambda done, total: bar.update(task, completed=done))
+    if loaded:
+        console.print(f"ingested {len(data.corpus)} documents in "
+                      f"{time.perf_counter() - t0:.1f}s")
+    else:
+        console.print(f"collection '{collection}' already holds the corpus; not re-ingested")
+    t1 = time.perf_counter()
+    metrics = b.score(data, b.run(target, data, collection, mode,
+                                  options=_search_options(overviews, mmr, group_by)))
+    elapsed = time.perf_counter() - t1
+    console.print(f"{metrics['queries']} queries in {elapsed:.1f}s "
+                  f"(mode={mode or 'auto'})")
+    for k in ("ndcg@10", "recall@100", "mrr@10"):
+        console.print(f"  {k:>10}: {metrics[k]:.4f}")
+    if as_json:
+        typer.echo(json.dumps(metrics))
 
 
 def _search_options(overviews: str | None, mmr: float | None,
@@ -79,8 +81,10 @@ def _search_options(overviews: str | None, mmr: float | None,
 
 
 @eval_app.command("questions")
+@client_command
 def questions(
     path: Annotated[Path, typer.Argument(help="Questions file: .jsonl, .yaml/.yml or .json.")],
+    target: Target, as_json: bool,
     collection: Annotated[str, typer.Option(help="Collection to search (already ingested).")],
     mode: Annotated[str | None, typer.Option(help="dense, sparse or hybrid.")] = None,
     k: Annotated[list[int] | None, typer.Option(
@@ -100,25 +104,18 @@ def questions(
     min_mrr: Annotated[float | None, typer.Option(help="Fail below this MRR.")] = None,
     max_regressions: Annotated[int | None, typer.Option(
         help="Fail when more questions than this rank worse than in --baseline.")] = None,
-    data_dir: Annotated[Path | None, typer.Option(help="Data directory.")] = None,
-    overviews: Annotated[str | None, typer.Option(
-        help="yield or keep: the overview prior (default: the server's setting).")] = None,
-    mmr: Annotated[float | None, typer.Option(
-        help="MMR weight of relevance against novelty, 0-1 (default: off).")] = None,
-    group_by: Annotated[str | None, typer.Option(
-        help="Distinct results per 'source' or metadata field (default: off).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON last.")]
-    = False,
+    overviews: Overviews = None,
+    mmr: Mmr = None,
+    group_by: GroupBy = None,
 ) -> None:
-    """Search each question and report hit@1/3/5, MRR and every question's rank.
+    """Search each question and report hit@1/3/5, MRR and every question's rank (on a
+    server, or the data directory when none runs).
 
-    Exit code 1 when a --min-* threshold (or --max-regressions) is missed, 2 for
-    bad input: put retrieval regressions in CI.
+    Exit code 1 when a --min-* threshold (or --max-regressions) is missed, 2 for bad
+    input, 3 for an unknown collection: put retrieval regressions in CI.
     """
-    from ragline.cli.main import build_settings
     from ragline.errors import RaglineError
     from ragline.evaluation import questions as ev
-    from ragline.facade import Ragline
 
     if mode not in (None, "dense", "sparse", "hybrid"):
         raise typer.BadParameter("mode must be dense, sparse or hybrid")
@@ -136,17 +133,9 @@ def questions(
     except RaglineError as exc:
         console.print(f"[red]error:[/red] {exc.message}")
         raise typer.Exit(2) from exc
-    rl = Ragline(build_settings(data_dir)).start()
-    try:
-        t0 = time.perf_counter()
-        try:
-            report = ev.evaluate(rl, qs, collection, mode, ks=ks, depth=depth, where=filt,
-                                 options=_search_options(overviews, mmr, group_by))
-        except RaglineError as exc:
-            console.print(f"[red]error:[/red] {exc.message}")
-            raise typer.Exit(2) from exc
-    finally:
-        rl.close()
+    t0 = time.perf_counter()
+    report = ev.evaluate(_searcher(target), qs, collection, mode, ks=ks, depth=depth,
+                         where=filt, options=_search_options(overviews, mmr, group_by))
     elapsed = time.perf_counter() - t0
     _print_report(console, report, elapsed)
     payload = report.to_json()
@@ -172,6 +161,15 @@ def questions(
         typer.echo(json.dumps(payload, ensure_ascii=False))
     if failures:
         raise typer.Exit(1)
+
+
+def _searcher(target: Target) -> Any:
+    def search(question: str, collection: str, mode: str | None, where: dict[str, Any] | None,
+               limit: int, options: dict[str, Any]) -> list[tuple[str, Any]]:
+        res = target.search(collection, question, limit=limit, mode=mode, where=where,
+                            **options)
+        return [(h.id, h.metadata) for h in res.results]
+    return search
 
 
 def _rank(value: int | None) -> str:

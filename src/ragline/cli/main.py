@@ -1,4 +1,5 @@
-"""The ``ragline`` command line: serve, optimize, and (as they land) ingest and eval.
+"""The ``ragline`` command line: ``serve`` and the commands that act on a server or, with
+none running, on the data directory (docs/cli.md).
 
 Settings are built here, once, from the environment plus the flags given.
 """
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -21,22 +22,49 @@ if TYPE_CHECKING:
 app = typer.Typer(help="ragline: a self-hosted RAG backend.", no_args_is_help=True,
                   pretty_exceptions_enable=False)
 
+
+def _flags_take_no_value() -> None:
+    """typer prints a type after every option in ``--help``, flags included (``--json
+    <bool>``), which reads as if the flag took a value; flags show none."""
+    from typer.core import TyperOption
+
+    if getattr(TyperOption, "_ragline_flags", False):
+        return
+    shown = TyperOption.display_type_rich
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag else shown(self, ctx)
+
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+    TyperOption._ragline_flags = True  # type: ignore[attr-defined]
+
+
+_flags_take_no_value()
+
 log = logging.getLogger("ragline")
 
 
 def _register_subcommands() -> None:
     from ragline.cli.backup_cmd import backup, restore
+    from ragline.cli.collections_cmd import collections_app
     from ragline.cli.config_cmd import config_app
+    from ragline.cli.documents_cmd import documents_app
     from ragline.cli.eval_cmd import eval_app
     from ragline.cli.ingest_cmd import ingest
+    from ragline.cli.jobs_cmd import jobs_app
     from ragline.cli.keys_cmd import keys_app
     from ragline.cli.mcp_cmd import mcp
     from ragline.cli.models_cmd import models_app
+    from ragline.cli.search_cmd import search
     from ragline.cli.sources_cmd import sources_app
     from ragline.cli.transfer_cmd import export, import_
     from ragline.cli.verify_cmd import verify
     from ragline.cli.worker_cmd import worker
 
+    app.add_typer(collections_app, name="collections")
+    app.add_typer(documents_app, name="documents")
+    app.command("search")(search)
+    app.add_typer(jobs_app, name="jobs")
     app.add_typer(eval_app, name="eval")
     app.add_typer(keys_app, name="keys")
     app.add_typer(models_app, name="models")
@@ -58,11 +86,22 @@ def _cross_encoder_help() -> str:
     return reranker_help()
 
 
+def _version(value: bool) -> None:
+    if value:
+        from ragline import __version__
+
+        typer.echo(f"ragline {__version__}")
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _global_options(
     config: Annotated[Path | None, typer.Option(
         "--config", help="TOML settings file (default: $RAGLINE_CONFIG or ./ragline.toml). "
         "Precedence: flags > environment > file > defaults.")] = None,
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True, help="Print the version and exit.")]
+    = False,
 ) -> None:
     options.config_file = config
 

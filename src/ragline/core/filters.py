@@ -277,3 +277,17 @@ def fields_of(node: Node | None) -> set[str]:
     for child in node.children:
         out |= fields_of(child)
     return out
+
+
+def to_where(node: Node) -> dict[str, Any]:
+    """The AST back as a ``where`` object that :func:`parse_where` reads into an equal AST
+    (a store that is itself a ragline server sends filters on this way)."""
+    if isinstance(node, Eq):
+        return {node.field: {"$eq": node.value}}
+    if isinstance(node, In):
+        return {node.field: {"$in": list(node.values)}}
+    if isinstance(node, Range):
+        return {node.field: {node.op: node.value}}
+    if isinstance(node, Not):
+        return {"$not": to_where(node.child)}
+    return {"$and" if isinstance(node, And) else "$or": [to_where(c) for c in node.children]}

@@ -1,23 +1,41 @@
 """BEIR datasets: load, ingest into a collection, run every test query, score.
 
-Everything goes through the ``Ragline`` facade (queries through
-:meth:`Ragline.search_sync`, the same pipeline as the HTTP API), so the figures
-describe what users get. Metrics
-come from pytrec_eval (the trec_eval implementation), not from our own code.
+Loading and searching go through a :class:`Backend`: ``ragline.client.Client`` for a
+running server, or the CLI's in-process adapter of the ``Ragline`` facade (queries
+through :meth:`Ragline.search_sync`, the same pipeline as the HTTP API), so the
+figures describe what users get. Metrics come from pytrec_eval (the trec_eval
+implementation), not from our own code.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+from ragline.client import models as m
 from ragline.errors import CollectionNotFound, InvalidInput
-from ragline.facade import DocumentInput, Ragline, SearchRequest
 
 Progress = Callable[[int, int], None]
+
+
+class Backend(Protocol):
+    """What loading and running a dataset needs: a subset of ``ragline.client.Client``."""
+
+    def get_collection(self, name: str, /) -> m.Collection: ...
+
+    def create_collection(self, name: str, metadata: Mapping[str, Any] | None = None, /, *,
+                          embed_provider: str | None = None) -> m.Collection: ...
+
+    def empty_collection(self, name: str, /) -> m.DocumentsDeleted: ...
+
+    def add_documents(self, name: str, documents: Sequence[Mapping[str, Any]],
+                      /) -> m.DocumentsAdded: ...
+
+    def search(self, collection: str | None = None, query: str | None = None, /, *,
+               limit: int = 10, mode: str | None = None, **options: Any) -> m.SearchResult: ...
 
 
 @dataclass
@@ -53,24 +71,22 @@ def load(path: Path, split: str = "test") -> BeirData:
     return BeirData(corpus, queries, qrels)
 
 
-def ingest(rl: Ragline, data: BeirData, collection: str, provider: str,
+def ingest(rl: Backend, data: BeirData, collection: str, provider: str,
            progress: Progress | None = None, batch: int = 128) -> bool:
     """Load the corpus unless the collection already holds it; True if it ingested."""
-    me = rl.owner()
     try:
-        existing = rl.get_collection(me, collection)
+        existing = rl.get_collection(collection)
     except CollectionNotFound:
-        rl.create_collection(me, collection, {"source": "beir"}, embed={"provider": provider})
+        rl.create_collection(collection, {"source": "beir"}, embed_provider=provider)
     else:
         if existing.count == len(data.corpus):
             return False
-        rl.empty_collection(me, collection)
+        rl.empty_collection(collection)
     ids = list(data.corpus)
     for start in range(0, len(ids), batch):
         chunk = ids[start:start + batch]
-        docs = [DocumentInput(text=_doc_text(data.corpus[i]), metadata={"beir_id": i}, id=i)
-                for i in chunk]
-        rl.add_documents(me, collection, docs)
+        rl.add_documents(collection, [{"id": i, "text": _doc_text(data.corpus[i]),
+                                       "metadata": {"beir_id": i}} for i in chunk])
         if progress:
             progress(min(start + batch, len(ids)), len(ids))
     return True
@@ -81,18 +97,15 @@ def _doc_text(doc: dict[str, str]) -> str:
     return f"{title}\n{doc.get('text', '')}" if title else doc.get("text", "")
 
 
-def run(rl: Ragline, data: BeirData, collection: str, mode: str | None,
+def run(rl: Backend, data: BeirData, collection: str, mode: str | None,
         depth: int = 100, options: dict[str, Any] | None = None) -> dict[str, dict[str, float]]:
     """Every query's top ``depth`` as a run for trec_eval. Scored by rank (``depth -
     position``), so that stages which reorder without rescoring (the overview prior,
     MMR, grouping) are scored in the order users see."""
     runs: dict[str, dict[str, float]] = {}
-    me = rl.owner()
     for qid, text in data.queries.items():
-        res = rl.search_sync(me, SearchRequest(
-            collection=collection, query=text, mode=mode, limit=depth,  # type: ignore[arg-type]
-            **(options or {})))
-        runs[qid] = {h.id: float(depth - i) for i, h in enumerate(res.hits)}
+        res = rl.search(collection, text, limit=depth, mode=mode, **(options or {}))
+        runs[qid] = {h.id: float(depth - i) for i, h in enumerate(res.results)}
     return runs
 
 

@@ -18,7 +18,7 @@ returns one result per source would give.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -188,30 +188,50 @@ def score(results: Sequence[QuestionResult], ks: Iterable[int] = DEFAULT_KS) -> 
     return metrics
 
 
-def evaluate(rl: Ragline, questions: Sequence[Question], collection: str,
+Searcher = Callable[[str, str, str | None, dict[str, Any] | None, int, dict[str, Any]],
+                    Sequence[tuple[str, Mapping[str, Any]]]]
+"""``(question, collection, mode, where, limit, options) -> [(id, metadata), ...]`` best
+first: how a question is searched (in-process, or through a server's client)."""
+
+
+def facade_searcher(rl: Ragline) -> Searcher:
+    """Search through the facade, as the data directory's owner."""
+    me = rl.owner()
+
+    def search(question: str, collection: str, mode: str | None,
+               where: dict[str, Any] | None, limit: int,
+               options: dict[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+        res = rl.search_sync(me, SearchRequest(
+            collection=collection, query=question, mode=mode,  # type: ignore[arg-type]
+            where=where, limit=limit, **options))
+        return [(h.id, h.metadata) for h in res.hits]
+    return search
+
+
+def evaluate(rl: Ragline | Searcher, questions: Sequence[Question], collection: str,
              mode: str | None = None, *, ks: Iterable[int] = DEFAULT_KS, depth: int = 50,
              where: dict[str, Any] | None = None,
              options: dict[str, Any] | None = None) -> Report:
-    """Search every question in ``collection`` (as the data directory's owner) and rank
-    its expected sources. ``options`` are further ``SearchRequest`` fields (``mmr``,
-    ``group_by``, ``overviews``...), recorded in the report's config."""
+    """Search every question in ``collection`` (a ``Ragline``: as the data directory's
+    owner; or any :data:`Searcher`) and rank its expected sources. ``options`` are further
+    ``SearchRequest`` fields (``mmr``, ``group_by``, ``overviews``...), recorded in the
+    report's config."""
+    search = facade_searcher(rl) if isinstance(rl, Ragline) else rl
     ks = sorted(set(ks))
     depth = max(depth, *ks)
-    me = rl.owner()
     results: list[QuestionResult] = []
     for q in questions:
         filters = [f for f in (where, q.where) if f]
         combined = (filters[0] if len(filters) == 1 else {"$and": filters}) if filters else None
-        res = rl.search_sync(me, SearchRequest(
-            collection=collection, query=q.question, mode=mode,  # type: ignore[arg-type]
-            where=combined, limit=depth, **(options or {})))
         rank = source_rank = None
         sources: list[str] = []
-        for position, hit in enumerate(res.hits, start=1):
-            source = _source_of(hit.metadata, hit.id)
+        for position, (hit_id, metadata) in enumerate(
+                search(q.question, collection, mode, combined, depth, options or {}),
+                start=1):
+            source = _source_of(metadata, hit_id)
             if source not in sources:
                 sources.append(source)
-            if rank is None and any(matches(e, hit.metadata) for e in q.expected):
+            if rank is None and any(matches(e, metadata) for e in q.expected):
                 rank, source_rank = position, len(sources)
         results.append(QuestionResult(q.id, q.question, q.expected, rank, source_rank,
                                       sources[: max(ks)]))

@@ -17,7 +17,6 @@ above (the ingestion pipeline) never retry again what was already retried here.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -28,7 +27,10 @@ import httpx
 import httpx2
 import openai
 
+from ragline.client.transport import parse_retry_after
 from ragline.errors import ProviderError
+
+retry_after_seconds = parse_retry_after  # one Retry-After parser (ragline.client's)
 
 log = logging.getLogger(__name__)
 
@@ -60,28 +62,13 @@ class Failure:
     retry_after: float | None = None
 
 
-def retry_after_seconds(value: str | None) -> float | None:
-    """Parse ``Retry-After`` (delta-seconds or HTTP-date); None if absent or bad."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
 def classify(exc: BaseException) -> Failure | None:
     """A Failure for errors of the HTTP/SDK layer; None for anything else (re-raised)."""
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
         body = exc.response.text[:300] if exc.response is not None else ""
         return Failure(status in RETRY_STATUS, f"HTTP {status}: {body}", status,
-                       retry_after_seconds(exc.response.headers.get("retry-after")))
+                       parse_retry_after(exc.response.headers.get("retry-after")))
     if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
         cause = exc.__cause__ or exc
         return Failure(True, f"{type(cause).__name__}: {cause}")

@@ -278,11 +278,16 @@ class RetrievalService:
         text = (q.query or "").strip()
         if reranker is not None and hits:
             ranked = reranker.rerank(text, [{"id": i, "text": h.text} for i, h in enumerate(hits)])
-            if q.explain:
-                for r in ranked:
-                    plan.explain.setdefault(hits[r["id"]].id, {})["rerank"] = float(r["score"])
-            hits = [_rescore(hits[r["id"]], r["score"]) for r in ranked]
-            plan.stages.append("rerank")
+            if all("score" in r for r in ranked):
+                if q.explain:
+                    for r in ranked:
+                        plan.explain.setdefault(hits[r["id"]].id, {})["rerank"] = \
+                            float(r["score"])
+                hits = [_rescore(hits[r["id"]], r["score"]) for r in ranked]
+                plan.stages.append("rerank")
+            else:  # a reranker that degrades (ragline-remote) gave the documents back as sent
+                plan.warnings.append("rerank skipped: the reranker is unavailable (see the "
+                                     "server log); results keep their first-stage order")
         if boost is not None and hits:
             rows = [{"i": i, "score": h.score, "metadata": h.metadata} for i, h in enumerate(hits)]
             boosted = apply_boosts(rows, boost)

@@ -1,4 +1,4 @@
-"""RaglineClient.rerank against a real uvicorn server: success and graceful degradation.
+"""The ragline-remote reranker against real uvicorn servers: success and graceful degradation.
 
 Every failure mode of spec 000 ("Cross-Encoder Reranking Method") is produced
 for real (no cross-encoder, timeout, nothing listening, 500) and must return
@@ -21,13 +21,21 @@ from fastapi.responses import JSONResponse
 
 from ragline.api import errors
 from ragline.api.routes import rerank as rerank_route
-from ragline.client import RaglineClient
 from ragline.facade import Ragline
 from ragline.providers.registry import registry
+from ragline.providers.remote.config import RemoteRaglineConfig
+from ragline.providers.remote.reranker import RemoteRaglineReranker
 from ragline.providers.rerankers.cross_encoder import CrossEncoderReranker, ModelSource
 from ragline.settings import Settings
 from ragline.testing.cross_encoder import tiny_cross_encoder_dir
 from ragline.testing.server import free_port, serve_in_thread
+
+LOGGER = "ragline.providers.remote.reranker"
+
+
+def remote(url: str, **config: Any) -> RemoteRaglineReranker:
+    return RemoteRaglineReranker(RemoteRaglineConfig(base_url=url, **config))
+
 
 DOCS: list[dict[str, Any]] = [
     {"id": "a", "text": "Rerankers read query and document together.", "metadata": {"p": 1}},
@@ -116,7 +124,7 @@ def _assert_degraded(
 ) -> str:
     assert result == DOCS  # unchanged content, unchanged order
     assert all(r is d for r, d in zip(result, docs, strict=True))  # the caller's own objects
-    warnings = [r for r in caplog.records if r.name == "ragline.client" and r.levelno >= 30]
+    warnings = [r for r in caplog.records if r.name == LOGGER and r.levelno >= 30]
     assert len(warnings) == 1
     return warnings[0].getMessage()
 
@@ -128,7 +136,7 @@ def test_rerank_maps_scores_onto_original_documents(
     served: tuple[str, Recording, list[Any]], model: CrossEncoderReranker
 ) -> None:
     url, rec, _ = served
-    with RaglineClient(url) as client:
+    with remote(url) as client:
         out = client.rerank("what do rerankers do", _docs())
     sent = rec.calls[0]["documents"]
     assert [d["id"] for d in sent] == ["a", "doc-1", "c", "d"]  # fallback id from the index
@@ -148,7 +156,7 @@ def test_rerank_maps_scores_onto_original_documents(
 
 def test_top_k_is_passed_to_the_server(served: tuple[str, Recording, list[Any]]) -> None:
     url, rec, _ = served
-    with RaglineClient(url) as client:
+    with remote(url) as client:
         full = client.rerank("q", _docs())
         top = client.rerank("q", _docs(), top_k=2)
     assert rec.calls[1]["top_k"] == 2
@@ -157,7 +165,7 @@ def test_top_k_is_passed_to_the_server(served: tuple[str, Recording, list[Any]])
 
 def test_auth_header_and_health_cache(served: tuple[str, Recording, list[Any]]) -> None:
     url, _, seen = served
-    with RaglineClient(url, api_key="s3cret", health_ttl=30) as client:
+    with remote(url, api_key="s3cret", health_ttl=30) as client:
         client.rerank("q", _docs())
         client.rerank("q", _docs())
     assert seen == [
@@ -166,7 +174,7 @@ def test_auth_header_and_health_cache(served: tuple[str, Recording, list[Any]]) 
         ("POST", "/rerank", "Bearer s3cret"),
     ]
     seen.clear()
-    with RaglineClient(url, health_ttl=0) as client:
+    with remote(url, health_ttl=0) as client:
         client.rerank("q", _docs())
         client.rerank("q", _docs())
     assert [s[1] for s in seen] == ["/health", "/rerank", "/health", "/rerank"]
@@ -175,7 +183,7 @@ def test_auth_header_and_health_cache(served: tuple[str, Recording, list[Any]]) 
 
 def test_empty_documents_make_no_request(served: tuple[str, Recording, list[Any]]) -> None:
     url, _, seen = served
-    with RaglineClient(url) as client:
+    with remote(url) as client:
         assert client.rerank("q", []) == []
     assert seen == []
 
@@ -193,7 +201,7 @@ def test_transient_503_is_retried(model: CrossEncoderReranker) -> None:
         response: Response = await call_next(request)
         return response
 
-    with serve_in_thread(app) as url, RaglineClient(url, backoff=0.01) as client:
+    with serve_in_thread(app) as url, remote(url, backoff=0.01) as client:
         out = client.rerank("q", _docs())
     assert "rerank_score" in out[0]
     assert attempts == ["/health", "/rerank", "/rerank"]
@@ -206,7 +214,7 @@ def test_transient_503_is_retried(model: CrossEncoderReranker) -> None:
 def test_no_cross_encoder_in_health(caplog: pytest.LogCaptureFixture) -> None:
     app, seen = make_server_app(None)
     docs = _docs()
-    with serve_in_thread(app) as url, RaglineClient(url) as client:
+    with serve_in_thread(app) as url, remote(url) as client:
         result = client.rerank("q", docs)
     assert "has no cross-encoder loaded" in _assert_degraded(result, docs, caplog)
     assert [s[1] for s in seen] == ["/health"]  # /rerank is not even tried
@@ -217,7 +225,7 @@ def test_timeout_returns_originals_quickly(
 ) -> None:
     app, seen = make_server_app(Slow(model))
     docs = _docs()
-    with serve_in_thread(app) as url, RaglineClient(url, timeout=0.3) as client:
+    with serve_in_thread(app) as url, remote(url, timeout=0.3) as client:
         started = time.perf_counter()
         result = client.rerank("q", docs)
         elapsed = time.perf_counter() - started
@@ -229,7 +237,7 @@ def test_timeout_returns_originals_quickly(
 
 def test_nothing_listening(caplog: pytest.LogCaptureFixture) -> None:
     docs = _docs()
-    with RaglineClient(f"http://127.0.0.1:{free_port()}", backoff=0.01) as client:
+    with remote(f"http://127.0.0.1:{free_port()}", backoff=0.01) as client:
         result = client.rerank("q", docs)
     message = _assert_degraded(result, docs, caplog)
     assert "unreachable" in message and "ConnectError" in message
@@ -238,12 +246,12 @@ def test_nothing_listening(caplog: pytest.LogCaptureFixture) -> None:
 def test_server_error_returns_originals_with_details(caplog: pytest.LogCaptureFixture) -> None:
     app, seen = make_server_app(Exploding())
     docs = _docs()
-    with serve_in_thread(app) as url, RaglineClient(url, retries=3, backoff=0.01) as client:
+    with serve_in_thread(app) as url, remote(url, retries=3, backoff=0.01) as client:
         result = client.rerank("q", docs)
     message = _assert_degraded(result, docs, caplog)
     assert "HTTP 500" in message
     assert "Reranking failed: ValueError: tensor shape mismatch" in message
-    assert [s[1] for s in seen] == ["/health", "/rerank", "/rerank", "/rerank"]
+    assert [s[1] for s in seen] == ["/health", "/rerank"]  # a 500 is not transient
 
 
 def test_malformed_answer_returns_originals(caplog: pytest.LogCaptureFixture) -> None:
@@ -258,7 +266,7 @@ def test_malformed_answer_returns_originals(caplog: pytest.LogCaptureFixture) ->
         return {"reranked": [{"id": "a", "score": 1.0, "original_rank": 99}]}
 
     docs = _docs()
-    with serve_in_thread(app) as url, RaglineClient(url) as client:
+    with serve_in_thread(app) as url, remote(url) as client:
         result = client.rerank("q", docs)
     assert "original_rank 99" in _assert_degraded(result, docs, caplog)
 
@@ -273,17 +281,17 @@ def test_failed_health_check_is_remembered_briefly(caplog: pytest.LogCaptureFixt
         return JSONResponse({"detail": "catalog down"}, status_code=500)
 
     with serve_in_thread(app) as url:
-        with RaglineClient(url, retries=2, backoff=0.01, failure_ttl=30) as client:
+        with remote(url, retries=2, backoff=0.01, failure_ttl=30) as client:
             assert client.rerank("q", _docs()) == DOCS
             assert client.rerank("q", _docs()) == DOCS
-        assert len(calls) == 2  # two attempts for the first call, none for the second
-        messages = [r.getMessage() for r in caplog.records if r.name == "ragline.client"]
+        assert len(calls) == 1  # a 500 is not retried; the second call reuses the failure
+        messages = [r.getMessage() for r in caplog.records if r.name == LOGGER]
         assert "HTTP 500" in messages[0] and "catalog down" in messages[0]
         assert "health check failed" in messages[1] and "ago" in messages[1]
-        with RaglineClient(url, retries=1, failure_ttl=0) as client:
+        with remote(url, retries=1, failure_ttl=0) as client:
             client.rerank("q", _docs())
             client.rerank("q", _docs())
-        assert len(calls) == 4
+        assert len(calls) == 3
 
 
 def test_built_from_config_as_the_registry_does(
@@ -291,25 +299,98 @@ def test_built_from_config_as_the_registry_does(
 ) -> None:
     url, _, seen = served
     cls = registry.get("rerankers", "ragline-remote")
-    assert cls is RaglineClient
+    assert cls is RemoteRaglineReranker
     with cls(cls.Config(base_url=url + "/", api_key="k", timeout=5)) as client:
-        assert client.base_url == url and client.timeout == 5
+        assert client.base_url == url and client.config.timeout == 5
         assert "rerank_score" in client.rerank("q", _docs())[0]
     assert seen[0] == ("GET", "/health", "Bearer k")
 
 
 def test_provider_health(served: tuple[str, Recording, list[Any]]) -> None:
     url, _, _ = served
-    with RaglineClient(url) as client:
+    with remote(url) as client:
         ok = client.health()
     assert ok.status == "ok" and ok.details["cross_encoder"]["status"] == "loaded"
-    with RaglineClient(f"http://127.0.0.1:{free_port()}", retries=1) as client:
+    with remote(f"http://127.0.0.1:{free_port()}", retries=1) as client:
         down = client.health()
     assert down.status == "down" and down.error and "ConnectError" in down.error
 
 
 def test_degradation_logs_at_warning_not_error(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG, "ragline.client")
-    with RaglineClient(f"http://127.0.0.1:{free_port()}", retries=1) as client:
+    caplog.set_level(logging.DEBUG, LOGGER)
+    with remote(f"http://127.0.0.1:{free_port()}", retries=1) as client:
         client.rerank("q", _docs())
-    assert {r.levelname for r in caplog.records if r.name == "ragline.client"} == {"WARNING"}
+    assert {r.levelname for r in caplog.records if r.name == LOGGER} == {"WARNING"}
+
+
+# --- a second real ragline server, through the registry --------------------------------
+
+
+@pytest.fixture(scope="module")
+def second_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    from tests.live_server import LiveServer
+
+    root = tmp_path_factory.mktemp("rerank-remote")
+    server = LiveServer(root / "data", "--cross-encoder-path", str(tiny_cross_encoder_dir()),
+                        env={"RAGLINE_AUTH": "on"})
+    try:
+        server.wait_ready()
+        yield server.url, (root / "data" / "admin-key.txt").read_text().strip()
+    finally:
+        server.stop()
+
+
+def _local(tmp_path: Path, url: str, key: str) -> Ragline:
+    return Ragline(Settings(_env_file=None, data_dir=tmp_path / "local",  # type: ignore[call-arg]
+                            reranker="ragline-remote",
+                            reranker_options={"base_url": url, "api_key": key, "retries": 1}))
+
+
+def test_a_local_ragline_reranks_through_a_second_ragline_serve(
+        second_server: tuple[str, str], tmp_path: Path) -> None:
+    url, key = second_server
+    with _local(tmp_path, url, key) as rl:
+        me = rl.owner()
+        docs = _docs()
+        ranked = rl.rerank(me, "robots", docs, top_k=2)
+        assert len(ranked) == 2  # top_k went to the remote
+        for item in ranked:
+            original = docs[item["original_rank"] - 1]
+            assert {k: v for k, v in item.items() if k not in ("score", "rerank_score",
+                                                              "original_rank")} == \
+                {k: v for k, v in original.items() if k != "score"}
+            assert item["rerank_score"] == item["score"]
+        assert rl.health()["cross_encoder"]["status"] == "remote"
+
+
+def test_a_second_ragline_serve_without_cross_encoder_or_dead(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from tests.live_server import LiveServer
+
+    plain = LiveServer(tmp_path / "plain")
+    try:
+        plain.wait_ready()
+        with _local(tmp_path / "a", plain.url, "unused") as rl:
+            docs = _docs()
+            assert rl.rerank(rl.owner(), "q", docs) == DOCS  # no cross-encoder there
+    finally:
+        plain.stop()
+    with _local(tmp_path / "b", plain.url, "unused") as rl:  # now nothing listens there
+        docs = _docs()
+        assert rl.rerank(rl.owner(), "q", docs) == DOCS
+    messages = [r.getMessage() for r in caplog.records if r.name == LOGGER]
+    assert "has no cross-encoder loaded" in messages[0] and "unreachable" in messages[-1]
+
+
+def test_a_search_asking_for_rerank_survives_a_dead_remote(tmp_path: Path) -> None:
+    from ragline.facade import DocumentInput, SearchRequest
+
+    with _local(tmp_path, f"http://127.0.0.1:{free_port()}", "k") as rl:
+        me = rl.owner()
+        rl.create_collection(me, "c")
+        rl.add_documents(me, "c", [DocumentInput("a", {}, [1.0, 0.0], "a"),
+                                   DocumentInput("b", {}, [0.0, 1.0], "b")])
+        res = rl.search_sync(me, SearchRequest(collection="c", embedding=[1.0, 0.1],
+                                               query="a", rerank=True, limit=2))
+    assert [h.id for h in res.hits] == ["a", "b"]  # first-stage order kept
+    assert "rerank" not in res.stages and any("rerank skipped" in w for w in res.warnings)
