@@ -31,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import httpx
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.live_server import LiveServer
 
@@ -84,8 +86,17 @@ CONFIGS = {
 
 def run_once(args: argparse.Namespace, config: dict[str, str],
              queries: list[str]) -> dict[str, dict[str, float]]:
-    """One server, every mode: warm-up, then one measured wrk run per mode."""
-    srv = LiveServer(Path(args.data_dir), env={"RAGLINE_EMBEDDING_CACHE_SIZE": "0", **config})
+    """One server, every mode: warm-up, then one measured wrk run per mode. A config
+    with ``BASELINE_SRC`` runs the server from that checkout (its ``src`` first on the
+    path, its own ``.venv`` python when it has one)."""
+    config = dict(config)
+    src = config.pop("BASELINE_SRC", None)
+    extra: dict[str, str] = {}
+    if src:
+        extra["PYTHONPATH"] = str(Path(src) / "src")
+    srv = LiveServer(Path(args.data_dir),
+                     env={"RAGLINE_EMBEDDING_CACHE_SIZE": "0", "RAGLINE_AUTH": "off", **config,
+                          **extra})
     out: dict[str, dict[str, float]] = {}
     try:
         srv.wait_ready(120)
@@ -102,6 +113,33 @@ def run_once(args: argparse.Namespace, config: dict[str, str],
     return out
 
 
+def build_random(data_dir: Path, collection: str, corpus: Path) -> None:
+    """A collection of the corpus texts with *random* 384-d vectors and server-side
+    embedding of queries (``embed: local``): sparse search is the real thing, dense and
+    hybrid pay the real query embedding and graph search, without embedding 5,000
+    documents first (minutes on 2 cores). Recall is meaningless on it; QPS is not."""
+    import numpy as np
+
+    srv = LiveServer(data_dir, env={"RAGLINE_AUTH": "off"})
+    try:
+        srv.wait_ready(120)
+        r = httpx.post(f"{srv.url}/collections", json={
+            "name": collection, "embed": {"provider": "local"}}, timeout=600)
+        assert r.status_code in (200, 201), r.text
+        docs = [json.loads(x) for x in corpus.read_text().splitlines() if x.strip()]
+        rng = np.random.default_rng(0)
+        for lo in range(0, len(docs), 500):
+            batch = docs[lo:lo + 500]
+            vecs = rng.normal(size=(len(batch), 384)).astype(np.float32).tolist()
+            body = {"documents": [{"id": d["_id"], "text": f"{d.get('title', '')} {d['text']}",
+                                   "embedding": v} for d, v in zip(batch, vecs, strict=True)]}
+            r = httpx.post(f"{srv.url}/collections/{collection}/documents", json=body,
+                           timeout=600)
+            assert r.status_code == 200, r.text
+    finally:
+        srv.stop()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data-dir", required=True)
@@ -113,10 +151,20 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--configs", default=",".join(CONFIGS),
                     help=f"comma-separated subset of {', '.join(CONFIGS)}")
+    ap.add_argument("--build-random-from", type=Path, help="corpus.jsonl: first build the "
+                    "collection in --data-dir with random vectors (see build_random)")
+    ap.add_argument("--baseline-src", help="also run a server from this checkout (e.g. "
+                    "/work/main) with the defaults, as config 'baseline', interleaved")
     args = ap.parse_args()
+    if args.baseline_src:
+        CONFIGS["baseline"] = {"BASELINE_SRC": args.baseline_src}
+        if "baseline" not in args.configs:
+            args.configs += ",baseline"
     if not shutil.which("wrk"):
         sys.exit("wrk is needed: apt-get install wrk")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if args.build_random_from and not Path(args.data_dir).exists():
+        build_random(Path(args.data_dir), args.collection, args.build_random_from)
     # ASCII only, no quotes or brackets: the Lua script splices them into JSON bodies
     queries = [re.sub(r'[^A-Za-z0-9 ,.;:()%+-]', " ", json.loads(x)["text"])
                for x in Path(args.queries).read_text().splitlines() if x.strip()]

@@ -15,11 +15,14 @@ way. Storage and services raise these; they never import FastAPI.
     ├── NotFound                      404  not_found
     │   ├── CollectionNotFound        404  collection_not_found
     │   ├── DocumentNotFound          404  document_not_found
-    │   └── SourceNotFound            404  source_not_found
+    │   ├── SourceNotFound            404  source_not_found
+    │   ├── ProviderNotFound          404  provider_not_found
+    │   └── ConnectionNotFound        404  connection_not_found
     ├── Conflict                      409  conflict
     │   ├── CollectionExists          409  collection_exists
     │   ├── ShardGone                 409  shard_gone
     │   ├── DataDirInUse              409  data_dir_in_use
+    │   ├── ConnectionExists          409  connection_exists
     │   └── DataDirNotEmpty           409  data_dir_not_empty
     ├── PayloadTooLarge               413  payload_too_large
     ├── TooManyRequests               429  too_many_requests
@@ -104,6 +107,18 @@ class DocumentNotFound(NotFound):
     code = "document_not_found"
 
 
+class ProviderNotFound(NotFound):
+    """No registered provider has this name (of this kind)."""
+
+    code = "provider_not_found"
+
+
+class ConnectionNotFound(NotFound):
+    """No named connection has this id; the message lists the known ones."""
+
+    code = "connection_not_found"
+
+
 class SourceNotFound(NotFound):
     """No ingested source with that id in the caller's tenant (another tenant's is a 404
     too)."""
@@ -130,6 +145,10 @@ class DataDirInUse(Conflict):
     """Another ragline process holds the data directory (one process per directory)."""
 
     code = "data_dir_in_use"
+
+
+class ConnectionExists(Conflict):
+    code = "connection_exists"
 
 
 class PayloadTooLarge(RaglineError):

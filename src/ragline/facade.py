@@ -26,6 +26,7 @@ from typing import Any, BinaryIO, TypeVar
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
+from ragline.catalog.connections import ConnectionTable
 from ragline.catalog.deliveries import Deliveries
 from ragline.catalog.ingest_state import COUNTERS, IngestState, Job, JobTable
 from ragline.catalog.keys import KeyRecord, KeyTable
@@ -46,6 +47,7 @@ from ragline.errors import (
 from ragline.facade_answers import AnswersMixin
 from ragline.observability.metrics import render as metrics_render
 from ragline.providers.llms.base import ChatModel
+from ragline.providers.registry import registry
 from ragline.providers.stores.base import VectorStore
 from ragline.services.answers import AnswerServices, build_answers
 from ragline.services.auth import AuthService
@@ -53,6 +55,7 @@ from ragline.services.backup import BackupService
 from ragline.services.backup import restore as _restore
 from ragline.services.backup import unpack_archive as _unpack_archive
 from ragline.services.collections import MSG_NOT_EXIST, CollectionService
+from ragline.services.connections import ConnectionService
 from ragline.services.context import ContextService
 from ragline.services.diskspace import DiskGuard
 from ragline.services.documents import DocumentInput, DocumentService
@@ -64,8 +67,14 @@ from ragline.services.ingestion import IngestionService, IngestOutcome, IngestSo
 from ragline.services.jobs import JobService, job_progress
 from ragline.services.operations import OperationsService
 from ragline.services.retrieval import BatchSettings, RetrievalService
+from ragline.services.routing import Forwarded, Outgoing, RoutingService
 from ragline.services.searching import SearchHit, SearchRequest, SearchResponse, SearchService
-from ragline.services.slots import build_reranker, build_store, check_model_name
+from ragline.services.slots import (
+    build_reranker,
+    build_store,
+    check_model_name,
+    configure_registry,
+)
 from ragline.services.sources import SourceDetail, SourceInfo, SourceService
 from ragline.services.validation import InputLimits
 from ragline.services.verify import VerifyReport, VerifyService
@@ -80,8 +89,8 @@ NOT_STARTED = "Ragline is not started: call start() (or use it as a context mana
 RERANKER_NOT_LOADED = "Cross-encoder not loaded. Start server with --cross-encoder flag."
 
 __all__ = [
-    "CollectionView", "DocumentInput", "IngestOutcome", "IngestSource", "IngestStats", "Job",
-    "KeyRecord", "Principal",
+    "CollectionView", "DocumentInput", "Forwarded", "IngestOutcome", "IngestSource",
+    "IngestStats", "Job", "KeyRecord", "Outgoing", "Principal",
     "Ragline", "SearchHit", "SearchRequest", "SearchResponse", "SourceDetail", "SourceInfo",
     "VerifyReport", "holder_address", "job_counters",
     "job_progress", "restore_backup", "unpack_backup",
@@ -146,6 +155,8 @@ class Services:
     reranker: Any | None
     indexing: IndexingService
     answers: AnswerServices
+    connections: ConnectionService
+    routing: RoutingService
     sources: SourceService
     verify: VerifyService
 
@@ -174,6 +185,7 @@ class Ragline(AnswersMixin):
         s = self.settings
         s.apply_process_environment()
         s.data_dir.mkdir(parents=True, exist_ok=True)
+        configure_registry(s)  # RAGLINE_PROVIDERS_ALLOW, before any provider is looked up
         lock = DataDirLock(s.data_dir)
         lock.acquire(self.address)
         try:
@@ -224,7 +236,11 @@ class Ragline(AnswersMixin):
         disk = DiskGuard(s.data_dir, s.disk_reserve_bytes)
         collections.disk = documents.disk = ingest.disk = disk
         jobs = JobService(JobTable(catalog), ingest, s.job_workers, s.data_dir / "uploads")
+        indexing = IndexingService(store, s.indexing_min_points, s.indexing_growth,
+                                   s.indexing_interval_s)
         ingestion = IngestionService(s, ingest, jobs, search)
+        connections = ConnectionService(s, ConnectionTable(catalog), store)
+        embedders.connections = connections.embedder  # embed.provider may name one
         return Services(
             catalog=catalog, store=store, embedders=embedders, collections=collections,
             documents=documents, retrieval=retrieval, search=search, ingest_state=state,
@@ -234,11 +250,10 @@ class Ragline(AnswersMixin):
             auth=AuthService(s, KeyTable(catalog)),
             backups=BackupService(catalog, store),
             operations=OperationsService(s.data_dir, store, collections, embedders, retrieval,
-                                         self._reranker, disk),
-            reranker=reranker,
-            indexing=IndexingService(store, s.indexing_min_points, s.indexing_growth,
-                                     s.indexing_interval_s),
+                                         self._reranker, disk, indexing),
+            reranker=reranker, indexing=indexing,
             answers=build_answers(s, catalog, collections, embedders, search, self._llm),
+            connections=connections, routing=RoutingService(connections),
             sources=SourceService(collections, store, state, documents, ingest),
             verify=VerifyService(collections, store, state))
 
@@ -265,6 +280,8 @@ class Ragline(AnswersMixin):
             sv.indexing.stop()  # an unfinished build is abandoned; its copy is removed
             sv.jobs.close()
             sv.ingest.fetcher.close()
+            sv.routing.close()
+            sv.connections.close()
             sv.retrieval.close()
             sv.store.close()
             sv.catalog.close()
@@ -575,9 +592,10 @@ class Ragline(AnswersMixin):
 
     # -- access --------------------------------------------------------------------------
     def authenticate(self, key: str | None, tenant: str | None = None, *,
-                     public_ok: bool = False) -> Principal:
-        """The principal of a network request (see services/auth.py)."""
-        return self.services.auth.resolve(key, tenant, public_ok=public_ok)
+                     public_ok: bool = False, role: str | None = None) -> Principal:
+        """The principal of a network request (see services/auth.py); ``role="user"`` lets
+        an admin key act as a user (what a routing ragline sends for a user caller)."""
+        return self.services.auth.resolve(key, tenant, public_ok=public_ok, role=role)
 
     @property
     def auth_enabled(self) -> bool:
@@ -609,5 +627,64 @@ class Ragline(AnswersMixin):
         return self.services.operations.info(caller.tenant,
                                              lambda c: self._may_use(caller, c))
 
+    # -- providers and named connections (docs/providers.md) -----------------------------
     def providers(self) -> dict[str, Any]:
+        """Every provider by kind (capabilities, config schema) and the plugins that did not
+        load, with the reason."""
         return self.services.operations.providers()
+
+    def provider_schema(self, name: str, kind: str | None = None) -> list[dict[str, Any]]:
+        """The provider(s) called ``name`` (one per kind that has one), with schemas."""
+        return registry.find(name, kind)
+
+    def list_connections(self, caller: Principal) -> list[dict[str, Any]]:
+        """Every connection id (``local`` first); admins also see options (never secrets)."""
+        return [c.view(full=caller.is_admin) for c in self.services.connections.all()]
+
+    def add_connection(self, caller: Principal, cid: str, provider: str,
+                       options: dict[str, Any], kind: str = "stores") -> dict[str, Any]:
+        self._admin(caller, "add connections")
+        self._network_options(caller, kind, provider, options)
+        return self.services.connections.add(cid, provider, options, kind).view(full=True)
+
+    def delete_connection(self, caller: Principal, cid: str) -> None:
+        self._admin(caller, "delete connections")
+        self.services.connections.delete(cid)
+
+    def test_connection(self, caller: Principal, provider: str, options: dict[str, Any],
+                        kind: str = "stores") -> dict[str, Any]:
+        """Validate a config and try it, saving nothing (400 names an invalid field)."""
+        self._admin(caller, "test connections")
+        self._network_options(caller, kind, provider, options)
+        return self.services.connections.test(provider, options, kind).model_dump()
+
+    def connection_health(self, caller: Principal, cid: str) -> dict[str, Any]:
+        health = self.services.connections.health(cid).model_dump()
+        return {"id": cid, **health}
+
+    @staticmethod
+    def _network_options(caller: Principal, kind: str, provider: str,
+                         options: Mapping[str, Any]) -> None:
+        """Over the network a connection never names a place on this server's disk (an
+        embedded store's directory is the operator's choice, made in the config file)."""
+        if caller.local or not isinstance(options, Mapping):
+            return
+        fields = registry.get(kind, provider).Config.model_fields
+        for name, info in fields.items():
+            if name in options and ("path" in name or name == "location"
+                                    or "Path" in str(info.annotation)):
+                raise InvalidInput(f"'options.{name}': a directory on the server is set in "
+                                   "the server's config file, not over the API")
+
+    def routes_elsewhere(self, caller: Principal, service: str) -> bool:
+        """Whether ``?service=`` sends this request to another server (False: serve it
+        here); unknown ids are a 404 listing the known ones."""
+        return self.services.routing.is_remote(service)
+
+    async def forward(self, caller: Principal, service: str, request: Outgoing) -> Forwarded:
+        """Pass a collection request through to the connection ``service`` and return its
+        answer unchanged (services/routing.py)."""
+        import anyio.to_thread
+
+        return await anyio.to_thread.run_sync(self.services.routing.forward, caller, service,
+                                              request)

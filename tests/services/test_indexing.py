@@ -48,3 +48,19 @@ def test_stores_without_background_builds_are_left_alone() -> None:
     svc.start()
     assert svc.stats()["enabled"] is False
     svc.stop()
+
+
+def test_stats_report_pending_builds_and_the_last_swap() -> None:
+    store = FakeStore()
+    svc = IndexingService(store, min_points=20_000, growth=0.05, interval_s=1)
+    stats = svc.stats()
+    assert stats["pending"] == 1  # "a": 50k unindexed; "b": 1k, below min_points
+    assert stats["last_swap_stall_ms"] is None and stats["building"] is False
+    store.last_build = {"load_s": 0.02, "locked_s": 0.005, "close_s": 0.01,  # type: ignore[attr-defined]
+                        "build_s": 40.0}
+    svc.run_once()
+    stats = svc.stats()
+    assert stats["pending"] == 0 and stats["builds"] == 1
+    assert stats["last_swap_stall_ms"] == 35.0  # load + locked replay + close
+    assert stats["last_build"] == {"load_s": 0.02, "locked_s": 0.005, "close_s": 0.01,
+                                   "build_s": 40.0}

@@ -15,13 +15,14 @@ import anyio.to_thread
 from fastapi import FastAPI
 
 from ragline import __version__
-from ragline.api import console, docs_ui, errors, middleware, openapi
+from ragline.api import console, docs_ui, errors, middleware, openapi, routing
 from ragline.api.request_context import RequestContextMiddleware
 from ragline.api.routes import (
     admin,
     chat,
     checklists,
     collections,
+    connections,
     context,
     documents,
     health,
@@ -69,9 +70,12 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
         app.include_router(meta.metrics_router)
     # Outermost: every response, errors included, carries X-Request-ID.
     app.add_middleware(RequestContextMiddleware, access_log_enabled=settings.access_log)
-    for module in (health, collections, documents, sources, search, ingestion, context,
-                   rag_ingest, rerank, keys, admin, chat, checklists):
+    for module in (health, connections, search, ingestion, context, rag_ingest,
+                   rerank, keys, admin, chat, checklists):
         app.include_router(module.router)
+    # every /collections/... route takes ?service= and is also served under /api
+    routing.install(app, [collections.router, documents.router, sources.router,
+                          search.collection_router])
     console.install(app)
     _install_mcp(app)
     return app

@@ -17,6 +17,7 @@ from ragline.errors import AuthenticationError
 from ragline.facade import Ragline
 
 TENANT_HEADER = "x-ragline-tenant"
+ROLE_HEADER = "x-ragline-role"
 
 
 # async so FastAPI does not send these trivial lookups through its thread pool
@@ -41,7 +42,7 @@ def api_key(request: Request) -> str | None:
 def _resolve(request: Request, public_ok: bool) -> Principal:
     rl: Ragline = request.app.state.ragline
     caller = rl.authenticate(api_key(request), request.headers.get(TENANT_HEADER),
-                             public_ok=public_ok)
+                             public_ok=public_ok, role=request.headers.get(ROLE_HEADER))
     request.state.principal = caller
     return caller
 

@@ -47,7 +47,8 @@ DESCRIPTIONS = {
     "429": "Too busy: the ingestion queue, concurrent uploads or URL fetches are at their "
            "limit; retry after Retry-After seconds.",
     "500": "A bug: the body carries an error id that is in the server log.",
-    "502": "An outside provider (hosted embedding API, chat model) failed after retries.",
+    "502": "An outside provider (hosted embedding API, chat model) failed after retries, or "
+           "the server named by ?service= could not be reached.",
     "503": "A needed model or service is not available (the message says which setting).",
     "507": "Not enough free disk space to write (setting disk_reserve_bytes); reads go on.",
 }
@@ -73,7 +74,8 @@ PROVIDER_CALLS = {"/collections/{name}/search", "/search", "/collections/{name}/
 PARAM_EXAMPLES = {"name": "docs", "doc_id": "a", "chunk_id": "c8",
                   "parent_doc_id": "module-1/lesson-1",
                   "job_id": "97ab568c9b154ac5b34407c32280990d", "key_id": "d1c449346431",
-                  "conversation_id": "c0ffee", "source_id": "chapter-3/topics"}
+                  "conversation_id": "c0ffee", "source_id": "chapter-3/topics",
+                  "cid": "staging"}
 """An example for every path parameter (by name), so each operation shows a whole request."""
 
 
@@ -85,6 +87,8 @@ def _statuses(path: str, method: str) -> list[str]:
         out.append("404")
     if method in ("post", "put", "delete"):
         out += ["403", "409", "413"]
+    if path.startswith("/collections"):  # ?service=: unknown id 404, unreachable 502
+        out += ["404", "502"]
     if path in JOB_ROUTES:
         out += ["429", "507"]
     if (method, path) in DISK_WRITES:

@@ -138,3 +138,26 @@ class DocumentList(BaseModel):
     model_config = ConfigDict(json_schema_extra={"examples": [{"documents": [
         {"id": "a", "text": "ROS 2 topics carry messages between nodes",
          "metadata": {"chapter": 3, "tags": ["ros2"]}}], "count": 1, "total": 1}]})
+
+
+class ConnectionTest(BaseModel):
+    """A provider and its config (``GET /api/providers/{name}/schema`` describes it)."""
+
+    provider: str = Field(description="A provider name, e.g. 'ragline-http'.")
+    kind: Literal["stores", "embedders", "rerankers", "llms"] = Field(
+        "stores", description="The provider's kind; collections route to 'stores'.")
+    options: dict[str, Any] = Field(default_factory=dict,
+                                    description="The provider's config; secrets are stored "
+                                    "but never returned.")
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"provider": "ragline-http", "kind": "stores",
+         "options": {"base_url": "http://rag2:8000", "api_key": "rl_0123456789ab_secret"}}]})
+
+
+class ConnectionCreate(ConnectionTest):
+    id: str = Field(description="The connection's id, used as ?service=ID.")
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"id": "staging", "provider": "ragline-http", "kind": "stores",
+         "options": {"base_url": "http://rag2:8000", "api_key": "rl_0123456789ab_secret"}}]})

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import BaseModel, ConfigDict, Field
 
 TS = "2026-11-23T14:11:03.667599+00:00"
 JOB_ID = "97ab568c9b154ac5b34407c32280990d"
@@ -489,8 +489,14 @@ class InfoOut(BaseModel):
     collections: list[InfoCollection]
     total_documents: int
     storage_bytes: int
-    embedding_cache: dict[str, Any] = Field(description="Per embedder: hits, misses, size.")
+    embedding_cache: dict[str, Any] = Field(description="Per cache key connectionId:model: "
+                                            "hits, misses, size, the collections sharing it.")
+    embedding_cache_totals: dict[str, Any] = Field(description="hits, misses, hit_rate.")
     search_batching: dict[str, Any]
+    indexing: dict[str, Any] | None = Field(
+        None, description="Background index builds of the embedded store (null for stores "
+        "without them): enabled, builds, failures, building, pending, last_swap_stall_ms, "
+        "last_build (step timings in seconds).")
 
     model_config = _example({
         "version": "0.1.0",
@@ -498,22 +504,131 @@ class InfoOut(BaseModel):
                          "size_bytes": 1888256, "embedding_provider": None,
                          "embedding_model": None}],
         "total_documents": 26, "storage_bytes": 2174976,
-        "embedding_cache": {"local:all-MiniLM-L6-v2": {"hits": 1, "misses": 2, "size": 2}},
-        "search_batching": {"batches": 2, "items": 2, "mean_batch": 1.0}})
+        "embedding_cache": {"local:all-MiniLM-L6-v2": {"hits": 1, "misses": 2, "size": 2,
+                                                       "collections": ["docs"]}},
+        "embedding_cache_totals": {"hits": 1, "misses": 2, "hit_rate": 0.3333},
+        "search_batching": {"batches": 2, "items": 2, "mean_batch": 1.0},
+        "indexing": {"enabled": True, "builds": 1, "failures": 0, "building": False,
+                     "pending": 0, "last_swap_stall_ms": 512.3,
+                     "last_build": {"copy_s": 0.4, "build_s": 61.2, "load_s": 0.31,
+                                    "locked_s": 0.05, "close_s": 0.15, "replayed": 12,
+                                    "total_s": 62.3}}})
 
 
 class ProviderInfo(BaseModel):
     name: str
-    schema_: dict[str, Any] = Field(alias="schema", description="JSON Schema of its options.")
+    kind: str = Field(description="Its registry group: stores, embedders, rerankers, llms, "
+                      "tools.")
+    schema_: dict[str, Any] = Field(alias="schema", description="JSON Schema of its config "
+                                    "(secrets writeOnly; a tool's: its arguments).")
     capabilities: list[str]
 
+    model_config = _example({"name": "local", "kind": "embedders",
+                             "schema": {"type": "object", "properties": {}},
+                             "capabilities": ["embeddings", "local", "offline"]})
 
-class ProvidersOut(RootModel[dict[str, list[ProviderInfo]]]):
-    """Registered providers by kind (stores, embedders, rerankers, llms, tools)."""
 
-    model_config = _example({"embedders": [
-        {"name": "local", "schema": {"type": "object", "properties": {}},
-         "capabilities": ["dense"]}]})
+class PluginProblem(BaseModel):
+    kind: str
+    name: str
+    distribution: str | None = Field(description="The installed distribution declaring it.")
+    reason: str = Field(description="Why it is not loaded (import error, not a provider, not "
+                        "in RAGLINE_PROVIDERS_ALLOW).")
+
+
+class ProvidersOut(BaseModel):
+    """Registered providers by kind, and the installed plugins that did not load."""
+
+    kinds: list[str]
+    stores: list[ProviderInfo]
+    embedders: list[ProviderInfo]
+    rerankers: list[ProviderInfo]
+    llms: list[ProviderInfo]
+    tools: list[ProviderInfo]
+    errors: list[PluginProblem] = Field(description="Plugins that failed to load, and why.")
+    skipped: list[PluginProblem] = Field(description="Plugins RAGLINE_PROVIDERS_ALLOW keeps "
+                                         "out.")
+
+    model_config = _example({
+        "kinds": ["stores", "embedders", "rerankers", "llms", "tools"], "stores": [],
+        "embedders": [example_of(ProviderInfo)], "rerankers": [], "llms": [], "tools": [],
+        "errors": [{"kind": "stores", "name": "acme-broken", "distribution": "acme-ragline",
+                    "reason": "import failed: ModuleNotFoundError: No module named 'acme'"}],
+        "skipped": []})
+
+
+class ProviderSchemaOut(ProviderInfo):
+    """One provider's schema; ``providers`` lists every kind that has one of this name."""
+
+    kinds: list[str]
+    providers: list[ProviderInfo]
+
+    model_config = _example({**example_of(ProviderInfo), "kinds": ["embedders"],
+                             "providers": [example_of(ProviderInfo)]})
+
+
+class ConnectionOut(BaseModel):
+    """A named connection; ``options``/``secrets_set``/``created_at`` for admins only, and
+    never a secret's value."""
+
+    id: str
+    kind: str
+    provider: str
+    source: Literal["builtin", "config", "api"]
+    capabilities: list[str]
+    options: dict[str, Any] | None = Field(None, description="Its config without secrets.")
+    secrets_set: list[str] | None = Field(None, description="Names of the secrets set.")
+    created_at: str | None = None
+
+    model_config = _example({
+        "id": "staging", "kind": "stores", "provider": "ragline-http", "source": "api",
+        "capabilities": ["collections", "search", "embeddings", "metadata_filtering",
+                         "passthrough"],
+        "options": {"base_url": "http://rag2:8000", "timeout": 30.0, "verify_tls": True},
+        "secrets_set": ["api_key"], "created_at": TS})
+
+
+class ConnectionCreated(ConnectionOut):
+    status: Literal["created"]
+
+    model_config = _example({"status": "created", **example_of(ConnectionOut)})
+
+
+class ConnectionList(BaseModel):
+    connections: list[ConnectionOut]
+    count: int
+
+    model_config = _example({"connections": [
+        {"id": "local", "kind": "stores", "provider": "qdrant-edge", "source": "builtin",
+         "capabilities": ["collections", "search"]}, example_of(ConnectionOut)], "count": 2})
+
+
+class ProviderHealth(BaseModel):
+    """Spec 000's standard health: status, timestamp, service details, error."""
+
+    status: Literal["ok", "degraded", "down"]
+    timestamp: str
+    details: dict[str, Any] = Field(description="latency_ms and the service's own figures "
+                                    "(collection_count, storage_bytes, model, dimension...).")
+    error: str | None
+
+    model_config = _example({"status": "ok", "timestamp": TS,
+                             "details": {"url": "http://rag2:8000", "collection_count": 3,
+                                         "storage_bytes": 2174976, "latency_ms": 4.2},
+                             "error": None})
+
+
+class ConnectionHealth(ProviderHealth):
+    id: str
+
+    model_config = _example({"id": "staging", **example_of(ProviderHealth)})
+
+
+class ConnectionDeleted(BaseModel):
+    status: Literal["deleted"]
+    id: str
+
+    model_config = _example({"status": "deleted", "id": "staging"})
 
 
 class VersionOut(BaseModel):

@@ -4,56 +4,146 @@ Built-in providers register through the same ``ragline.<kind>s`` entry-point
 groups that third-party plugins use, so there is no ``if/elif`` on provider
 names anywhere. ``register()`` exists for tests and for code that builds
 providers at run time.
+
+Plugins are trusted code, so which ones load is the operator's choice:
+``RAGLINE_PROVIDERS_ALLOW`` (``Settings.providers_allow``, applied by
+:meth:`Registry.configure`) names the third-party plugins that may load;
+ragline's own providers always do. A plugin that fails to import, or whose
+class is not a provider (no pydantic ``Config``), is recorded with the reason
+and listed by ``GET /api/providers``; it never takes the server down.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from importlib.metadata import entry_points
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from ragline.errors import InvalidInput
-from ragline.providers.base import ProviderConfig
+from ragline.errors import InvalidInput, ProviderNotFound
+from ragline.providers.base import ProviderConfig, config_schema, mark_write_only
 
 log = logging.getLogger(__name__)
 
 KINDS = ("stores", "embedders", "rerankers", "llms", "tools")
+BUILTIN_DISTRIBUTION = "ragline"
+
+
+@dataclass(frozen=True)
+class PluginProblem:
+    """A plugin that is installed but not loaded: refused by the allow list, or broken."""
+
+    kind: str
+    name: str
+    distribution: str | None
+    reason: str
+
+
+def _kind(word: str) -> str:
+    """``store`` and ``stores`` both name the group ``ragline.stores``."""
+    return word if word.endswith("s") else word + "s"
 
 
 class Registry:
     """Maps (kind, name) to a provider class, loading entry points lazily."""
 
     def __init__(self) -> None:
+        self._registered: dict[str, dict[str, type[Any]]] = {k: {} for k in KINDS}
         self._classes: dict[str, dict[str, type[Any]]] = {k: {} for k in KINDS}
+        self._errors: list[PluginProblem] = []
+        self._skipped: list[PluginProblem] = []
+        self._allow: frozenset[str] | None = None
         self._loaded = False
+        self._lock = threading.RLock()
+
+    # -- configuration -------------------------------------------------------------------
+    def configure(self, allow: Iterable[str] | None) -> None:
+        """Which third-party plugins may load (``None``: all of them). Process-wide, like
+        the entry points themselves; entry points are read again on the next lookup."""
+        wanted = None if allow is None else frozenset(a.strip() for a in allow if a.strip())
+        with self._lock:
+            if wanted == self._allow and self._loaded:
+                return
+            self._allow = wanted
+            self._loaded = False
+
+    def reload(self) -> None:
+        """Read the entry points again on the next lookup (after installing a plugin into
+        a running process, as tests do)."""
+        with self._lock:
+            self._loaded = False
+
+    def _allowed(self, kind: str, ep: EntryPoint, dist: str | None) -> bool:
+        if dist == BUILTIN_DISTRIBUTION or self._allow is None:
+            return True
+        for item in self._allow:
+            if item in (ep.name, dist, "*"):
+                return True
+            k, sep, n = item.partition(":")
+            if sep and _kind(k) == kind and n in (ep.name, "*"):
+                return True
+        return False
 
     def _load_entry_points(self) -> None:
         if self._loaded:
             return
-        self._loaded = True
-        for kind in KINDS:
-            for ep in entry_points(group=f"ragline.{kind}"):
-                if ep.name in self._classes[kind]:
-                    continue
-                try:
-                    self._classes[kind][ep.name] = ep.load()
-                except Exception as exc:  # a broken plugin must not take the server down
-                    log.warning("could not load %s provider %r: %s", kind, ep.name, exc)
+        with self._lock:
+            if self._loaded:
+                return
+            classes: dict[str, dict[str, type[Any]]] = {k: {} for k in KINDS}
+            errors: list[PluginProblem] = []
+            skipped: list[PluginProblem] = []
+            for kind in KINDS:
+                for ep in entry_points(group=f"ragline.{kind}"):
+                    dist = ep.dist.name if ep.dist is not None else None
+                    if ep.name in classes[kind]:
+                        continue  # the first distribution on sys.path wins, as for imports
+                    if not self._allowed(kind, ep, dist):
+                        skipped.append(PluginProblem(kind, ep.name, dist,
+                                                     "not in RAGLINE_PROVIDERS_ALLOW"))
+                        continue
+                    try:
+                        cls = ep.load()
+                    except Exception as exc:  # a broken plugin must not take the server down
+                        log.warning("could not load %s provider %r: %s", kind, ep.name, exc)
+                        errors.append(PluginProblem(kind, ep.name, dist,
+                                                    f"import failed: {type(exc).__name__}: "
+                                                    f"{exc}"))
+                        continue
+                    problem = _not_a_provider(kind, cls)
+                    if problem:
+                        log.warning("%s provider %r is not usable: %s", kind, ep.name, problem)
+                        errors.append(PluginProblem(kind, ep.name, dist, problem))
+                        continue
+                    classes[kind][ep.name] = cls
+            self._classes, self._errors, self._skipped = classes, errors, skipped
+            self._loaded = True
 
+    # -- lookups -------------------------------------------------------------------------
     def register(self, kind: str, name: str, cls: type[Any]) -> None:
-        if kind not in self._classes:
+        if kind not in self._registered:
             raise InvalidInput(f"Unknown provider kind '{kind}'")
-        self._classes[kind][name] = cls
+        self._registered[kind][name] = cls
+
+    def unregister(self, kind: str, name: str) -> None:
+        self._registered.get(kind, {}).pop(name, None)
+
+    def _all(self, kind: str) -> dict[str, type[Any]]:
+        self._load_entry_points()
+        return {**self._classes.get(kind, {}), **self._registered.get(kind, {})}
 
     def get(self, kind: str, name: str) -> type[Any]:
-        self._load_entry_points()
+        if kind not in self._registered:
+            raise InvalidInput(f"Unknown provider kind '{kind}' (kinds: {', '.join(KINDS)})")
+        classes = self._all(kind)
         try:
-            return self._classes[kind][name]
+            return classes[name]
         except KeyError:
-            known = ", ".join(sorted(self._classes.get(kind, {}))) or "none"
+            known = ", ".join(sorted(classes)) or "none"
             raise InvalidInput(
                 f"Unknown {kind[:-1]} provider '{name}' (available: {known})"
             ) from None
@@ -82,24 +172,59 @@ class Registry:
         return cls(self.config(kind, name, options))
 
     def names(self, kind: str) -> list[str]:
-        self._load_entry_points()
-        return sorted(self._classes[kind])
+        return sorted(self._all(kind))
 
-    def describe(self) -> dict[str, list[dict[str, Any]]]:
-        """Every registered provider with its schema (for ``GET /api/providers``)."""
+    # -- listing -------------------------------------------------------------------------
+    def entry(self, kind: str, name: str) -> dict[str, Any]:
+        """One provider as ``GET /api/providers`` lists it: name, kind, capabilities and
+        the JSON Schema of its config (secrets ``writeOnly``)."""
+        cls = self.get(kind, name)
+        return {"name": name, "kind": kind, "capabilities": list(getattr(cls, "CAPABILITIES", [])),
+                "schema": schema_of(cls)}
+
+    def find(self, name: str, kind: str | None = None) -> list[dict[str, Any]]:
+        """Every kind that has a provider called ``name`` (``openai`` is an embedder and a
+        chat model), or only ``kind``; none: :class:`ProviderNotFound`."""
+        kinds = [_kind(kind)] if kind else list(KINDS)
+        found = [self.entry(k, name) for k in kinds if k in self._registered
+                 and name in self._all(k)]
+        if not found:
+            raise ProviderNotFound(f"No provider '{name}'" + (f" of kind '{kind}'" if kind
+                                                               else ""))
+        return found
+
+    def describe(self) -> dict[str, Any]:
+        """Every provider by kind, with capabilities and schema, plus the plugins that did
+        not load and why (for ``GET /api/providers``)."""
         self._load_entry_points()
-        out: dict[str, list[dict[str, Any]]] = {}
-        for kind, classes in self._classes.items():
-            out[kind] = [
-                {
-                    "name": name,
-                    "schema": (cls.connection_schema() if hasattr(cls, "connection_schema")
-                               else getattr(cls, "arguments", {})),
-                    "capabilities": list(getattr(cls, "CAPABILITIES", [])),
-                }
-                for name, cls in sorted(classes.items())
-            ]
+        out: dict[str, Any] = {"kinds": list(KINDS)}
+        for kind in KINDS:
+            out[kind] = [self.entry(kind, name) for name in sorted(self._all(kind))]
+        out["errors"] = [asdict(p) for p in self._errors]
+        out["skipped"] = [asdict(p) for p in self._skipped]
         return out
+
+
+def schema_of(cls: type[Any]) -> dict[str, Any]:
+    """A provider class's connection schema: its own ``connection_schema()``, else the JSON
+    Schema of its ``Config`` (tools describe their ``arguments`` instead)."""
+    if hasattr(cls, "connection_schema"):
+        return mark_write_only(dict(cls.connection_schema()))
+    if isinstance(getattr(cls, "Config", None), type) and issubclass(cls.Config, BaseModel):
+        return config_schema(cls.Config)
+    return dict(getattr(cls, "arguments", {}))
+
+
+def _not_a_provider(kind: str, cls: Any) -> str | None:
+    """Why ``cls`` cannot be used as a provider of ``kind``, or None when it can."""
+    if kind == "tools":  # tools are described by their arguments, not a connection config
+        return None
+    config = getattr(cls, "Config", None)
+    if not (isinstance(config, type) and issubclass(config, BaseModel)):
+        return "not a provider: it has no pydantic 'Config' class"
+    if not callable(cls):
+        return "not a provider: it cannot be instantiated"
+    return None
 
 
 registry = Registry()

@@ -115,10 +115,25 @@ class AuthService:
             self.keys.touch(rec.id)
         return rec
 
-    def resolve(self, key: str | None, tenant: str | None, *, public_ok: bool) -> Principal:
-        """The caller of a request (see the module docstring)."""
+    def resolve(self, key: str | None, tenant: str | None, *, public_ok: bool,
+                role: str | None = None) -> Principal:
+        """The caller of a request (see the module docstring). ``role="user"``
+        (``X-Ragline-Role``) makes an admin act as a user of the tenant it names: how a
+        ragline that routes a user's request here (``?service=``) with an admin key
+        keeps the caller's role on this side too."""
         if tenant is not None:
             check_tenant(tenant)
+        if role is not None and role not in (Role.ADMIN, Role.USER):
+            raise InvalidInput("Invalid X-Ragline-Role: use 'user' (or 'admin', the key's own)")
+        principal = self._resolve(key, tenant, public_ok=public_ok)
+        if role == Role.USER and principal.is_admin:
+            return Principal(tenant=principal.tenant, role=Role.USER, key_id=principal.key_id,
+                             name=principal.name)
+        if role == Role.ADMIN and not principal.is_admin:
+            raise Forbidden("A user key cannot act as an admin")
+        return principal
+
+    def _resolve(self, key: str | None, tenant: str | None, *, public_ok: bool) -> Principal:
         if not self.enabled:  # every network caller is an admin, but never "local"
             return Principal(tenant=tenant or self.settings.default_tenant, role=Role.ADMIN,
                              name="auth-off", all_tenants=tenant is None)

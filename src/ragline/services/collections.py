@@ -82,7 +82,7 @@ class CollectionService:
                 raise InvalidInput("'embed' must be an object with a 'provider' name")
             provider, model = embed["provider"], embed.get("model")
             known = self.embedders.names() if self.embedders is not None else []
-            if provider not in known:
+            if self.embedders is None or not self.embedders.known(provider):
                 raise InvalidInput(f"Unknown embedding provider '{provider}' in 'embed' "
                                    f"(available: {', '.join(known) or 'none'})")
         if provider and self.embedders is not None:

@@ -1,13 +1,20 @@
 """Embedder instances per (provider, model), each behind a cache and a micro-batcher.
 
-One instance per (provider, model) means two collections on the same model
+One instance per (connection, model) means two collections on the same model
 share one loaded model and one cache (spec 000, "Embedding Cache Efficiency").
+
+A collection names its embedder in ``embed.provider``: a registered embedder
+(configured by ``RAGLINE_EMBEDDER_OPTIONS``), or a named connection of kind
+``embedders`` (``[connections.ID] kind = "embedders"``, or ``POST
+/api/connections``), which brings its own provider and config. Either way that
+name is the *connection id* of the cache key ``connectionId:model``.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -15,12 +22,16 @@ from pydantic import ValidationError
 
 from ragline.core.config_errors import describe_validation_error
 from ragline.errors import InvalidInput, RaglineError
+from ragline.providers.base import ProviderConfig
 from ragline.providers.embedders.batcher import MicroBatcher
 from ragline.providers.embedders.cache import CachedEmbedder
 from ragline.providers.registry import registry
 from ragline.settings import Settings
 
 log = logging.getLogger(__name__)
+
+# connection id -> (provider name, its validated config), or None when no such connection
+ConnectionLookup = Callable[[str], "tuple[str, ProviderConfig] | None"]
 
 
 class EmbedderPool:
@@ -30,12 +41,26 @@ class EmbedderPool:
         self._batchers: dict[tuple[str, str | None], MicroBatcher] = {}
         self._lock = threading.Lock()
         self._keys: dict[tuple[str, str | None], tuple[str, str | None]] = {}
+        self.connections: ConnectionLookup = lambda _cid: None  # set by the facade
+        self._loaded_names: set[str] = set()
 
     def names(self) -> list[str]:
         return registry.names("embedders")
 
+    def _connection(self, provider: str) -> tuple[str, ProviderConfig] | None:
+        """A named embedder connection (a registered provider name always wins)."""
+        if provider in registry.names("embedders"):
+            return None
+        return self.connections(provider)
+
     def known(self, provider: str | None) -> bool:
-        return bool(provider) and provider in registry.names("embedders")
+        """Whether ``provider`` names an embedder (asked on every search: a loaded one
+        answers from memory, without a catalog read)."""
+        if not provider:
+            return False
+        if provider in self._loaded_names or provider in registry.names("embedders"):
+            return True
+        return self._connection(provider) is not None
 
     def _key(self, provider: str, model: str | None) -> tuple[str, str | None]:
         """(provider, model) with the provider's default model filled in, so "no model"
@@ -44,7 +69,10 @@ class EmbedderPool:
         if known is not None:
             return known
         asked = (provider, model)
-        if model is None:
+        conn = self._connection(provider) if model is None else None
+        if conn is not None:
+            model = getattr(conn[1], "model", None)
+        elif model is None:
             try:
                 options = self.settings.embedder_options.get(provider, {})
                 model = options.get("model") or getattr(
@@ -60,14 +88,8 @@ class EmbedderPool:
             emb = self._embedders.get(key)
             if emb is not None:
                 return emb
-            cls = registry.get("embedders", provider)
-            options = dict(self.settings.embedder_options.get(provider, {}))
-            if model:
-                options["model"] = model
-            if "models_dir" in cls.Config.model_fields and self.settings.models_dir:
-                options.setdefault("models_dir", self.settings.models_dir)
             try:
-                inner = registry.build("embedders", provider, options)  # the one way
+                inner = self._build(provider, model)
             except RaglineError:
                 raise
             except ValidationError as exc:  # name the fields, never the values (secrets)
@@ -81,13 +103,36 @@ class EmbedderPool:
                     f"Cannot load embedder '{provider}'"
                     + (f" with model '{model}'" if model else "") + f": {exc}"
                 ) from exc
-            emb = CachedEmbedder(inner, max_entries=self.settings.embedding_cache_size)
+            emb = CachedEmbedder(inner, max_entries=self.settings.embedding_cache_size,
+                                 connection=provider)
+            self._loaded_names.add(provider)
             self._embedders[key] = emb
             self._batchers[key] = MicroBatcher(emb, max_batch=self.settings.embed_max_batch,
                                                max_wait_ms=self.settings.embed_max_wait_ms,
                                                workers=self.settings.embed_workers)
             log.info("loaded embedder %s (%s)", provider, emb.model)
             return emb
+
+    def _build(self, provider: str, model: str | None) -> Any:
+        """The embedder behind a connection id: a named connection's own provider and
+        config, or the registered provider with its ``RAGLINE_EMBEDDER_OPTIONS``."""
+        conn = self._connection(provider)
+        if conn is not None:
+            name, config = conn
+            if model and "model" in type(config).model_fields:
+                config = config.model_copy(update={"model": model})
+            return registry.get("embedders", name)(config)
+        cls = registry.get("embedders", provider)
+        options = dict(self.settings.embedder_options.get(provider, {}))
+        if model:
+            options["model"] = model
+        if "models_dir" in cls.Config.model_fields and self.settings.models_dir:
+            options.setdefault("models_dir", self.settings.models_dir)
+        return registry.build("embedders", provider, options)  # the one way
+
+    def loaded(self, provider: str, model: str | None = None) -> CachedEmbedder | None:
+        """The embedder if already loaded, else None (never loads a model)."""
+        return self._embedders.get(self._key(provider, model))
 
     def batcher(self, provider: str, model: str | None = None) -> MicroBatcher:
         self.get(provider, model)
@@ -103,12 +148,13 @@ class EmbedderPool:
         return self.get(provider, model).embed(texts, input_type="document")
 
     def stats(self) -> dict[str, Any]:
-        """Cache counters per (provider, model), with the micro-batcher's under ``batching``."""
+        """Cache counters under each cache key ``connectionId:model``, with the
+        micro-batcher's under ``batching``."""
         out: dict[str, Any] = {}
-        for key, emb in self._embedders.items():
+        for key, emb in list(self._embedders.items()):
             entry: dict[str, Any] = dict(emb.stats())
             batcher = self._batchers.get(key)
             if batcher is not None:
                 entry["batching"] = batcher.stats()
-            out[f"{key[0]}:{key[1] or 'default'}"] = entry
+            out[emb.cache_key] = entry
         return out

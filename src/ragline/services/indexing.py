@@ -93,6 +93,28 @@ class IndexingService:
         while not self._stop.wait(self.interval_s):
             self.run_once()
 
+    def pending(self) -> int:
+        """Open shards whose build is due now (the next rounds will build them)."""
+        if self.store is None:
+            return 0
+        n = 0
+        for key in self.store.open_keys():
+            try:
+                points, indexed = self.store.index_status(key)
+            except Exception:  # dropped while we looked
+                continue
+            n += self.due(points, indexed, self._built_at.get(key, 0)) and key != self.building
+        return n
+
     def stats(self) -> dict[str, object]:
+        """For ``/info``: builds so far, whether one runs, how many are due, and the
+        timings of the last one. ``last_swap_stall_ms`` is the time the server was
+        held by the swap (Edge's load and close of the generations hold the GIL, and
+        the final replay holds the shard's write lock)."""
+        last = getattr(self.store, "last_build", None) or {}
+        stall = sum(float(last.get(k, 0.0)) for k in ("load_s", "locked_s", "close_s"))
         return {"enabled": self.store is not None and self._thread is not None,
-                "builds": self.builds, "failures": self.failures, "building": self.building}
+                "builds": self.builds, "failures": self.failures,
+                "building": self.building is not None, "pending": self.pending(),
+                "last_swap_stall_ms": round(stall * 1000, 1) if last else None,
+                "last_build": {k: round(float(v), 3) for k, v in last.items()}}

@@ -23,6 +23,7 @@ from ragline.providers.stores.base import VectorStore
 from ragline.services.collections import CollectionService
 from ragline.services.diskspace import DiskGuard
 from ragline.services.embedders import EmbedderPool
+from ragline.services.indexing import IndexingService
 from ragline.services.retrieval import RetrievalService
 
 log = logging.getLogger(__name__)
@@ -46,8 +47,10 @@ def disk_usage(path: Path) -> int:
 class OperationsService:
     def __init__(self, data_dir: Path, store: VectorStore, collections: CollectionService,
                  embedders: EmbedderPool, retrieval: RetrievalService,
-                 reranker: Callable[[], Any | None], disk: DiskGuard | None = None) -> None:
+                 reranker: Callable[[], Any | None], disk: DiskGuard | None = None,
+                 indexing: IndexingService | None = None) -> None:
         self.disk = disk or DiskGuard.unlimited()
+        self.indexing = indexing
         self.data_dir = data_dir
         self.store = store
         self.collections = collections
@@ -101,8 +104,36 @@ class OperationsService:
                          "embedding_model": c.embedding_model})
         return {"version": __version__, "collections": cols, "total_documents": total,
                 "storage_bytes": disk_usage(self.data_dir),
-                "embedding_cache": self.embedders.stats(),
-                "search_batching": self.retrieval.batching_stats()}
+                **self._embedding_cache(),
+                "search_batching": self.retrieval.batching_stats(),
+                "indexing": self._indexing_stats()}
+
+    def _indexing_stats(self) -> dict[str, Any] | None:
+        """Background index builds (issue 18); None when this store has none."""
+        if self.indexing is None or self.indexing.store is None:
+            return None
+        try:
+            return self.indexing.stats()
+        except Exception:  # /info answers whatever a shard does meanwhile
+            log.exception("indexing stats failed")
+            return None
+
+    def _embedding_cache(self) -> dict[str, Any]:
+        """Per cache key (``connectionId:model``): hits, misses, size, batching and the
+        collections that share it; plus the totals over every key."""
+        per_key = self.embedders.stats()
+        for c in self.collections.all():
+            if not c.embedding_provider or not self.embedders.known(c.embedding_provider):
+                continue
+            loaded = self.embedders.loaded(c.embedding_provider, c.embedding_model)
+            if loaded is not None and loaded.cache_key in per_key:
+                per_key[loaded.cache_key].setdefault("collections", []).append(c.name)
+        hits = sum(int(e.get("hits", 0)) for e in per_key.values())
+        misses = sum(int(e.get("misses", 0)) for e in per_key.values())
+        return {"embedding_cache": per_key,
+                "embedding_cache_totals": {
+                    "hits": hits, "misses": misses,
+                    "hit_rate": round(hits / (hits + misses), 4) if hits + misses else None}}
 
     @staticmethod
     def providers() -> dict[str, Any]:

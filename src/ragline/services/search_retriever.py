@@ -49,7 +49,7 @@ class SearchRetriever:
             batcher = await anyio.to_thread.run_sync(
                 self.embedders.batcher, info.embedding_provider, info.embedding_model)
         emb = self.embedders.get(info.embedding_provider, info.embedding_model)
-        key = f"{emb.connection_id}:{emb.model}"
+        key = emb.cache_key
         if embeddings is not None:
             cached = embeddings.get(key, text)
             if cached is not None:

@@ -21,6 +21,11 @@ from ragline.settings import Settings
 log = logging.getLogger(__name__)
 
 
+def configure_registry(settings: Settings) -> None:
+    """Which plugins may load (``RAGLINE_PROVIDERS_ALLOW``): applied before any lookup."""
+    registry.configure(settings.providers_allow)
+
+
 def build_store(settings: Settings) -> VectorStore:
     options = dict(settings.store_options)
     fields = registry.get("stores", settings.store).Config.model_fields

@@ -32,6 +32,7 @@ from ragline.core.filters import Node, parse_where
 from ragline.core.types import Fusion, Record, ScoredRecord, SearchMode, StoreQuery
 from ragline.errors import InvalidInput
 from ragline.providers.stores.base import VectorStore
+from ragline.testing.provider_conformance import ProviderContract
 from ragline.testing.strategies import ALL_OPERATORS, filter_strategy, metadata
 
 DIM = 8
@@ -66,8 +67,18 @@ def rec(i: int, meta: dict[str, Any] | None = None, tenant: str = "default") -> 
     return Record(f"doc-{i}", f"text {i}", meta or {}, vec(i), tenant)
 
 
-class StoreConformance:
-    """Behaviour every store must show; subclasses provide the ``store`` fixture."""
+class StoreConformance(ProviderContract):
+    """Behaviour every store must show; subclasses provide the ``store`` fixture (and may
+    provide ``broken``: a store whose backend is gone, for the failing-health test)."""
+
+    KIND: ClassVar[str] = "stores"
+
+    @pytest.fixture
+    def provider(self, store: VectorStore) -> VectorStore:
+        return store
+
+    def check_health_details(self, provider: Any, details: dict[str, Any]) -> None:
+        assert isinstance(details.get("collection_count"), int)
 
     FILTER_OPERATORS: ClassVar[frozenset[str] | None] = None
     """The ``where`` operators the store supports (None: all of them)."""

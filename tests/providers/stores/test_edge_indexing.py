@@ -272,3 +272,66 @@ def test_sigkill_during_background_builds_loses_no_acknowledged_write(tmp_path: 
         live = [p.name for p in (tmp_path / "k").iterdir() if p.is_dir()]
         assert len(live) == 1, live  # unfinished or replaced generations are gone
         store.close()
+
+
+def test_in_of_linked_values_splits_into_one_walk_per_value() -> None:
+    from ragline.core.filters import And, Or
+    from ragline.providers.stores.qdrant_edge.queries import MAX_SPLIT, split_by_value
+
+    linked = frozenset({"cat", "tier"})
+    assert split_by_value(In("cat", ("c1", "c2", "c1")), linked) == [Eq("cat", "c1"),
+                                                                      Eq("cat", "c2")]
+    assert split_by_value(And((Eq("tier", 1), In("cat", ("a", "b")))), linked) == [
+        And((Eq("tier", 1), Eq("cat", "a"))), And((Eq("tier", 1), Eq("cat", "b")))]
+    assert split_by_value(In("cat", ("c1",)), linked) is None  # one value: walked as is
+    assert split_by_value(In("other", ("a", "b")), linked) is None  # no links
+    assert split_by_value(In("cat", tuple(f"c{i}" for i in range(MAX_SPLIT + 1))),
+                          linked) is None
+    assert split_by_value(And((Range("tier", "$lte", 1), In("cat", ("a", "b")))),
+                          linked) is None
+    assert split_by_value(Or((Eq("cat", "a"), Eq("cat", "b"))), linked) is None
+    assert split_by_value(Range("tier", "$lte", 1), linked) is None  # 0.963 per value
+
+def test_split_walks_merge_by_score_and_return_each_point_once(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.create_shard("k", DIM)
+    vecs, metas = _data(2000, seed=5)
+    metas[0]["cat"] = ["c1", "c2"]  # a list-valued field: under both values
+    _fill(store, vecs, metas)
+    assert store.build_index("k")
+    where = In("cat", ("c1", "c2"))
+    hits = store.query_batch("k", [StoreQuery("default", SearchMode.DENSE, 10,
+                                              vector=vecs[0], where=where)])[0]
+    assert [h.id for h in hits].count("d0") == 1 and hits[0].id == "d0"
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert {h.id for h in hits} == set(_exact_top(vecs, metas, vecs[0], where))
+    store.close()
+
+
+def test_a_build_moves_indexes_to_the_configured_memory(tmp_path: Path) -> None:
+    import qdrant_edge as q
+
+    pinned = _store(tmp_path, index_memory="pinned")
+    pinned.create_shard("k", DIM)
+    vecs, metas = _data(1000, seed=6)
+    _fill(pinned, vecs, metas)
+    pinned.upsert("k", [Record(f"river{i}", "a boat on the river", {}, vecs[i])
+                        for i in range(3)])
+    schema = pinned._shards["k"].shard.info().payload_schema
+    assert all(getattr(i.params, "memory", None) is None for i in schema.values())
+    pinned.close()
+    store = _store(tmp_path)  # the default: cold
+    assert store.build_index("k")
+    schema = store._shards["k"].shard.info().payload_schema
+    assert {"tenant", "doc_id", "text", "metadata.cat", "metadata.tier"} <= set(schema)
+    assert schema["tenant"].params.memory is None  # pinned: checked at every graph step
+    assert all(i.params.memory == q.Memory.Cold for f, i in schema.items() if f != "tenant")
+    assert store._linked(store._shards["k"], store._shards["k"].shard.info()) == {"cat",
+                                                                                   "tier"}
+    assert store.count("k", "default", Eq("cat", "c3")) == sum(
+        m["cat"] == "c3" for m in metas)
+    hits = store.query_batch("k", [StoreQuery("default", SearchMode.SPARSE, 5,
+                                              text="rivers")])[0]
+    assert sorted(h.id for h in hits) == ["river0", "river1", "river2"]  # BM25 rebuilt
+    store.close()
+

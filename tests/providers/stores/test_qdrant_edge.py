@@ -13,6 +13,14 @@ class TestQdrantEdgeStore(StoreConformance):
         yield s
         s.close()
 
+    @pytest.fixture
+    def broken(self, tmp_path: Path):  # type: ignore[no-untyped-def]
+        """Its directory replaced by a file: nothing can be written there any more."""
+        s = QdrantEdgeStore(QdrantEdgeConfig(path=tmp_path / "gone"))
+        (tmp_path / "gone").rmdir()
+        (tmp_path / "gone").write_text("not a directory")
+        return s
+
 
 def test_reopen_keeps_data_and_field_indexes(tmp_path: Path) -> None:
     from ragline.testing.store_conformance import rec

@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Query
 
 from ragline.api.deps import RL, Caller
+from ragline.api.fast_json import FastJSONRoute
 from ragline.api.schemas import DocumentList, DocumentOut, DocumentsAdd, DocumentsDelete
 from ragline.api.schemas_out import (
     CollectionEmptied,
@@ -17,7 +18,7 @@ from ragline.api.schemas_out import (
 )
 from ragline.facade import DocumentInput
 
-router = APIRouter(tags=["documents"])
+router = APIRouter(tags=["documents"], route_class=FastJSONRoute)
 
 
 @router.post("/collections/{name}/documents", responses=ok(DocumentsAdded))

@@ -1,4 +1,4 @@
-"""Health, info and the provider registry listing."""
+"""Health and info (the provider listing: routes/connections.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from ragline.api.deps import RL, Caller
-from ragline.api.schemas_out import HealthOut, InfoOut, ProvidersOut, ok
+from ragline.api.schemas_out import HealthOut, InfoOut, ok
 
 router = APIRouter(tags=["operations"])
 
@@ -25,10 +25,3 @@ def info(rl: RL, caller: Caller) -> dict[str, Any]:
     """Collections the caller may use with its tenant's document counts and sizes, plus
     embedding-cache and search-batching figures."""
     return rl.info(caller)
-
-
-@router.get("/api/providers", responses=ok(ProvidersOut))
-def providers(rl: RL, caller: Caller) -> dict[str, Any]:
-    """Every registered provider (stores, embedders, rerankers, chat models, tools) with
-    the JSON Schema of its options and its capabilities."""
-    return rl.providers()

@@ -12,11 +12,14 @@ from typing import Any
 from fastapi import APIRouter
 
 from ragline.api.deps import RL, Caller, Reader
+from ragline.api.fast_json import FastJSONRoute
 from ragline.api.schemas import BOOK_FILTERS, BookSearch, VectorSearch
 from ragline.api.schemas_out import BookSearchResults, SearchResults, ok
 from ragline.facade import SearchHit, SearchRequest, SearchResponse
 
-router = APIRouter(tags=["search"])
+router = APIRouter(tags=["search"], route_class=FastJSONRoute)
+# collection-scoped, so ?service= can route it (api/routing.py), like collections/documents
+collection_router = APIRouter(tags=["search"], route_class=FastJSONRoute)
 
 
 def _request(body: VectorSearch, collection: str | None) -> SearchRequest:
@@ -49,7 +52,7 @@ def render(res: SearchResponse) -> dict[str, Any]:
     return out
 
 
-@router.post("/collections/{name}/search", responses=ok(SearchResults))
+@collection_router.post("/collections/{name}/search", responses=ok(SearchResults))
 async def search(name: str, body: VectorSearch, rl: RL, caller: Caller) -> dict[str, Any]:
     """Dense, sparse or hybrid search over the caller's tenant's documents, with
     ``where`` filters, optional reranking, metadata boosts and context expansion."""

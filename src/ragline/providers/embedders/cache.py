@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ragline.observability import metrics
-from ragline.providers.base import Health, ProviderConfig
+from ragline.providers.base import Health, ProviderConfig, config_schema
 from ragline.providers.embedders.base import Embedder, InputType
 from ragline.providers.embedders.util import check_inputs
 
@@ -41,10 +41,16 @@ class CachedEmbedder:
     kind: ClassVar[str] = "embedder"
     Config: ClassVar[type[ProviderConfig]] = ProviderConfig
 
-    def __init__(self, inner: Embedder, max_entries: int = 10_000) -> None:
+    def __init__(self, inner: Embedder, max_entries: int = 10_000,
+                 connection: str | None = None) -> None:
+        """``connection``: the id of the embedding connection (the name collections give
+        in ``embed.provider``); the cache key is ``connection:model`` (spec 000), so every
+        collection on the same connection and model shares the vectors. Unset: the
+        embedder's own ``connection_id`` (its endpoint and credentials)."""
         if max_entries < 0:
             raise ValueError("max_entries must be >= 0")
         self.inner = inner
+        self.connection = connection
         self.max_entries = max_entries
         self._entries: OrderedDict[CacheKey, npt.NDArray[np.float32]] = OrderedDict()
         self._lock = threading.Lock()
@@ -76,7 +82,7 @@ class CachedEmbedder:
 
     @classmethod
     def connection_schema(cls) -> dict[str, Any]:
-        return ProviderConfig.model_json_schema()
+        return config_schema(ProviderConfig)
 
     def capabilities(self) -> list[str]:
         return [*self.inner.capabilities(), "embedding_cache"]
@@ -86,8 +92,13 @@ class CachedEmbedder:
         return h.model_copy(update={"details": {**h.details, "cache": self.stats()}})
 
     # -- caching -----------------------------------------------------------------
+    @property
+    def cache_key(self) -> str:
+        """``connectionId:model`` (spec 000, "Embedding Cache Efficiency")."""
+        return f"{self.connection or self.inner.connection_id}:{self.inner.model}"
+
     def _namespace(self) -> str:
-        return f"{self.inner.connection_id}:{self.inner.model}"
+        return self.cache_key
 
     def _key(self, text: str, input_type: str, namespace: str | None = None) -> CacheKey:
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -113,7 +124,8 @@ class CachedEmbedder:
                 missing[k] = t
         hits = len(texts) - sum(1 for k in keys if k in missing)
         if hits:
-            log.debug("embedding cache: %d hit(s), %d miss(es)", hits, len(missing))
+            log.debug("embedding cache %s: %d hit(s), %d miss(es)", namespace, hits,
+                      len(missing))
         if missing:
             fresh = np.asarray(self.inner.embed(list(missing.values()), input_type), np.float32)
             for k, vec in zip(missing, fresh, strict=True):
@@ -154,7 +166,7 @@ class CachedEmbedder:
             self._entries.move_to_end(key)
             self._hits += 1
         metrics.EMBED_CACHE.labels("hit").inc()
-        log.debug("embedding cache: 1 hit")
+        log.debug("embedding cache %s: 1 hit", key[0])
         return vec
 
     def stats(self) -> dict[str, int]:

@@ -39,7 +39,7 @@ import numpy.typing as npt
 from pydantic import Field
 
 from ragline.errors import InvalidInput, ModelNotLoaded
-from ragline.providers.base import Health, ProviderConfig
+from ragline.providers.base import Health, ProviderConfig, config_schema
 from ragline.providers.embedders.base import InputType
 from ragline.providers.embedders.model_cache import default_models_dir
 from ragline.providers.embedders.util import check_inputs, l2_normalise
@@ -315,7 +315,7 @@ class LocalOnnxEmbedder:
 
     @classmethod
     def connection_schema(cls) -> dict[str, Any]:
-        return LocalOnnxConfig.model_json_schema()
+        return config_schema(LocalOnnxConfig)
 
     def capabilities(self) -> list[str]:
         return list(self.CAPABILITIES)

@@ -25,7 +25,7 @@ import openai
 from pydantic import Field, SecretStr
 
 from ragline.errors import ProviderError
-from ragline.providers.base import Health, ProviderConfig
+from ragline.providers.base import Health, ProviderConfig, config_schema
 from ragline.providers.embedders.base import InputType
 from ragline.providers.embedders.util import check_inputs, l2_normalise
 from ragline.providers.retry import RETRY_STATUS, Retrier, RetryPolicy, retry_after_seconds
@@ -189,7 +189,7 @@ class OpenAIEmbedder:
 
     @classmethod
     def connection_schema(cls) -> dict[str, Any]:
-        return OpenAIEmbedderConfig.model_json_schema()
+        return config_schema(OpenAIEmbedderConfig)
 
     def capabilities(self) -> list[str]:
         return list(self.CAPABILITIES)

@@ -19,7 +19,7 @@ import openai
 from pydantic import Field, SecretStr
 
 from ragline.errors import ProviderError
-from ragline.providers.base import Health, ProviderConfig
+from ragline.providers.base import Health, ProviderConfig, config_schema
 from ragline.providers.llms.base import Message
 from ragline.providers.retry import Retrier, RetryPolicy
 
@@ -111,12 +111,30 @@ class OpenAIChatModel:
 
     @classmethod
     def connection_schema(cls) -> dict[str, Any]:
-        return OpenAIChatConfig.model_json_schema()
+        return config_schema(OpenAIChatConfig)
 
     def capabilities(self) -> list[str]:
         return list(self.CAPABILITIES)
 
     def health(self) -> Health:
-        """Configuration only (no call): a model request costs money on hosted APIs."""
-        return Health.now("ok", {"base_url": self.config.base_url, "model": self.model,
-                                 "configured": True})
+        """``GET {base_url}/models`` (free on hosted APIs, unlike a completion): is the
+        server reachable, does it accept the key, does it list the model?"""
+        details: dict[str, Any] = {"base_url": self.config.base_url, "model": self.model}
+        headers = {"Authorization": f"Bearer {self._secret}"} if self._secret else {}
+        try:
+            resp = httpx2.get(self.config.base_url.rstrip("/") + "/models", headers=headers,
+                              timeout=httpx2.Timeout(10.0, connect=self.config.connect_timeout))
+        except httpx2.HTTPError as exc:
+            return Health.now("down", details, error=f"unreachable ({type(exc).__name__})")
+        if resp.status_code in (401, 403):
+            return Health.now("down", details, error=f"the API key was refused "
+                                                     f"({resp.status_code})")
+        if resp.status_code != 200:  # some servers have no /models: reachable is all we know
+            return Health.now("degraded", details,
+                              error=f"GET /models answered {resp.status_code}")
+        try:
+            listed = [m.get("id") for m in resp.json().get("data", [])]
+        except (ValueError, AttributeError):
+            listed = []
+        details["model_listed"] = self.model in listed
+        return Health.now("ok", details)

@@ -27,7 +27,7 @@ import numpy as np
 from pydantic import Field
 
 from ragline.errors import ModelLoadError, RaglineError
-from ragline.providers.base import Health, ProviderConfig
+from ragline.providers.base import Health, ProviderConfig, config_schema
 from ragline.providers.rerankers.base import RerankedItem, score_and_rank
 from ragline.providers.rerankers.onnx_export import MANIFEST, SUFFIX, slug
 
@@ -181,10 +181,16 @@ class OnnxCrossEncoderReranker:
 
     @classmethod
     def connection_schema(cls) -> dict[str, Any]:
-        return OnnxCrossEncoderConfig.model_json_schema()
+        return config_schema(OnnxCrossEncoderConfig)
 
     def capabilities(self) -> list[str]:
         return list(self.CAPABILITIES)
 
     def health(self) -> Health:
-        return Health.now("ok", details=self.health_info())
+        """One tiny pair scored: the model is loaded *and* runs."""
+        details: dict[str, Any] = dict(self.health_info())
+        try:
+            self.rerank("health", [{"id": "probe", "text": "check"}])
+        except Exception as exc:  # health reports, it does not raise
+            return Health.now("down", details, error=f"scoring failed ({type(exc).__name__})")
+        return Health.now("ok", details)

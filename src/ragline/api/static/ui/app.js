@@ -778,7 +778,9 @@ async function renderProviders() {
       h("div", {}, h("dt", {}, "Chat"), h("dd", {}, hasChat() ? "available" : "not available"))),
     store.error ? h("p", { class: "error" }, store.error) : null].filter(Boolean));
   const prov = state.providers || {};
-  $("#providers").replaceChildren(...Object.entries(prov).map(([kind, list]) => h("section", { class: "card" },
+  const kinds = prov.kinds || Object.keys(prov).filter(k => Array.isArray(prov[k]));
+  const problems = [...(prov.errors || []), ...(prov.skipped || [])];
+  $("#providers").replaceChildren(...kinds.map(kind => [kind, prov[kind] || []]).map(([kind, list]) => h("section", { class: "card" },
     h("h2", {}, kind),
     list.length ? h("table", {}, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Name"),
       h("th", { scope: "col" }, "Capabilities"), h("th", { scope: "col" }, "Connection schema"))),
@@ -786,7 +788,10 @@ async function renderProviders() {
       h("th", { scope: "row" }, p.name),
       h("td", {}, (p.capabilities || []).map(c => h("span", { class: "badge" }, c))),
       h("td", {}, h("details", {}, h("summary", {}, "schema"), h("pre", {}, JSON.stringify(p.schema, null, 2)))))))) :
-      h("p", { class: "muted" }, "none registered"))));
+      h("p", { class: "muted" }, "none registered"))),
+    ...(problems.length ? [h("section", { class: "card" }, h("h2", {}, "Plugins not loaded"),
+      h("ul", {}, problems.map(p => h("li", {}, `${p.kind}: ${p.name}` +
+        (p.distribution ? ` (${p.distribution})` : "") + ` — ${p.reason}`))))] : []));
 }
 
 // ---------------------------------------------------------------- start

@@ -59,7 +59,7 @@ from ragline.errors import (
     StoreError,
     StoreUnavailable,
 )
-from ragline.providers.base import Health, ProviderConfig
+from ragline.providers.base import Health, ProviderConfig, config_schema
 from ragline.providers.stores.chroma.config import ChromaConfig
 from ragline.providers.stores.chroma.encoding import (
     SUPPORTED_OPERATORS,
@@ -523,7 +523,7 @@ class ChromaStore:
 
     @classmethod
     def connection_schema(cls) -> dict[str, Any]:
-        return ChromaConfig.model_json_schema()
+        return config_schema(ChromaConfig)
 
     def capabilities(self) -> list[str]:
         return list(self.CAPABILITIES)

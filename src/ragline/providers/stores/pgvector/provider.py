@@ -41,7 +41,7 @@ from pydantic import Field, SecretStr
 from ragline.core.filters import Node
 from ragline.core.types import Page, Record, Scalar, ScoredRecord, StoreQuery
 from ragline.errors import StoreError, StoreUnavailable
-from ragline.providers.base import Health, ProviderConfig
+from ragline.providers.base import Health, ProviderConfig, config_schema
 from ragline.providers.stores.pgvector import queries
 from ragline.providers.stores.pgvector.where_sql import tenant_where
 
@@ -365,7 +365,7 @@ class PgvectorStore:
 
     @classmethod
     def connection_schema(cls) -> dict[str, Any]:
-        return PgvectorConfig.model_json_schema()
+        return config_schema(PgvectorConfig)
 
     def capabilities(self) -> list[str]:
         return list(self.CAPABILITIES)
@@ -378,6 +378,7 @@ class PgvectorStore:
                                    "(SELECT extversion FROM pg_extension WHERE extname = 'vector')"
                                    ).fetchone()
             assert row is not None
+            details["collection_count"] = len(self.shard_keys())
             details.update(server_version=row[0], pgvector_version=row[1],
                            pool=self.pool.get_stats().get("pool_size"))
             return Health.now("ok", details)

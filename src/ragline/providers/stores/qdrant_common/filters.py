@@ -121,6 +121,12 @@ def tenant_filter(tenant: str, where: Node | None) -> JsonFilter:
 def point_payload(doc_id: str, text: str, tenant: str, metadata: dict[str, Any],
                   norm: float) -> dict[str, Any]:
     """The payload of a point: one layout for both providers (``norm`` restores the
-    original vector, which cosine collections store normalised)."""
-    return {"doc_id": doc_id, "text": text, TENANT: tenant, META: metadata, "norm": norm,
-            BOOLS: bool_shadow(metadata)}
+    original vector, which cosine collections store normalised). ``bools`` only when
+    there are booleans: an absent field matches filters as an empty one does, and the
+    Edge binding converts each payload object at ~5 us (a fifth of a bulk write's
+    payload cost went on empty ``bools`` objects)."""
+    payload = {"doc_id": doc_id, "text": text, TENANT: tenant, META: metadata, "norm": norm}
+    shadow = bool_shadow(metadata)
+    if shadow:
+        payload[BOOLS] = shadow
+    return payload

@@ -91,9 +91,11 @@ def rebuild(store: QdrantEdgeStore, key: str, should_stop: Callable[[], bool]) -
         t_copy = time.monotonic() - t0
         _run_worker(store, dst, dim, should_stop)
         t_build = time.monotonic() - t0 - t_copy
+        _warm(dst)
         t_load = time.monotonic()
-        # Edge holds the GIL while it loads (~250 ms for 20,000 points measured): the one
-        # step of a build that stalls this process in proportion to the shard's size
+        # Edge holds the GIL while it loads: the one step of a build that stalls this
+        # process in proportion to the shard's size (payload indexes kept 'cold' make it
+        # mostly mmap; see docs/storage.md)
         new = q.EdgeShard.load(str(dst), store._edge_config(dim))
         t_load = time.monotonic() - t_load
         done = 0
@@ -107,6 +109,7 @@ def rebuild(store: QdrantEdgeStore, key: str, should_stop: Callable[[], bool]) -
             done = pending
         if should_stop():
             raise StoreError("index build stopped")
+        t_locked = time.monotonic()
         with sh.write_lock:
             if sh.closed or store._shards.get(key) is not sh:
                 raise StoreError("the shard was dropped during the index build")
@@ -125,9 +128,7 @@ def rebuild(store: QdrantEdgeStore, key: str, should_stop: Callable[[], bool]) -
             sh.successor = successor
             sh.journal = None
             swapped = True
-        store.last_build = {"copy_s": t_copy, "build_s": t_build, "load_s": t_load,
-                            "replayed": len(journal), "total_s": time.monotonic() - t0}
-        log.info("index build of %s: %s", key, store.last_build)
+        t_locked = time.monotonic() - t_locked
     finally:
         if not swapped:
             sh.journal = None
@@ -136,12 +137,35 @@ def rebuild(store: QdrantEdgeStore, key: str, should_stop: Callable[[], bool]) -
             shutil.rmtree(dst, ignore_errors=True)
     with sh.lock.exclusive():  # waits for searches still running on the old generation
         sh.closed = True
-        sh.shard.close()
+        t_close = time.monotonic()
+        sh.shard.close()  # Edge work under the GIL as well
+        t_close = time.monotonic() - t_close
+    store.last_build = {"copy_s": t_copy, "build_s": t_build, "load_s": t_load,
+                        "locked_s": t_locked, "close_s": t_close, "replayed": len(journal),
+                        "total_s": time.monotonic() - t0}
+    log.info("index build of %s: %s", key, store.last_build)
     if src == shard_dir:
         generations.remove_stale(shard_dir)  # a shard from before generations
     else:
         shutil.rmtree(src, ignore_errors=True)
     return True
+
+
+def _warm(path: Path) -> None:
+    """Ask the kernel to read the built generation into the page cache before Edge maps
+    it (``posix_fadvise`` runs without the GIL; Edge's load then takes page-cache hits)."""
+    if not hasattr(os, "posix_fadvise"):
+        return
+    for f in path.rglob("*"):
+        try:
+            if f.is_file():
+                fd = os.open(f, os.O_RDONLY)
+                try:
+                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+                finally:
+                    os.close(fd)
+        except OSError:
+            continue
 
 
 def _copy(src: Path, dst: Path) -> None:
@@ -195,7 +219,6 @@ def main(argv: list[str]) -> int:
     from ragline.providers.stores.qdrant_edge.provider import (
         QdrantEdgeConfig,
         QdrantEdgeStore,
-        _index_params,
     )
 
     path, dim, cfg_json = argv[0], int(argv[1]), argv[2]
@@ -204,19 +227,41 @@ def main(argv: list[str]) -> int:
     store = QdrantEdgeStore.__new__(QdrantEdgeStore)
     store.config = config
     shard = q.EdgeShard.load(path, store._edge_config(dim))
-    if config.filter_links:  # shards made before per-value links get them now
-        for field, info in shard.info().payload_schema.items():
-            kind = {q.PayloadSchemaType.Keyword: "keyword",
-                    q.PayloadSchemaType.Integer: "integer"}.get(info.data_type)
-            if (kind and field.startswith("metadata.")
-                    and not getattr(info.params, "enable_hnsw", False)):
-                shard.update(q.UpdateOperation.delete_field_index(field))
-                shard.update(q.UpdateOperation.create_field_index(
-                    field, _index_params(kind, True)))
+    for field, info in shard.info().payload_schema.items():
+        params = reindex_params(field, info, config.filter_links, config.index_memory)
+        if params is not None:  # links or placement as configured, for older shards too
+            shard.update(q.UpdateOperation.delete_field_index(field))
+            shard.update(q.UpdateOperation.create_field_index(field, params))
     shard.optimize()
     shard.flush()
     shard.close()
     return 0
+
+
+def reindex_params(field: str, info: Any, links: bool, memory_name: str) -> Any | None:
+    """New index parameters for ``field`` when its index lacks the per-value links or the
+    memory placement the config asks for; None when it is as configured."""
+    from ragline.providers.stores.qdrant_edge.provider import (
+        _index_params,
+        base_index_params,
+        index_memory,
+    )
+
+    memory = index_memory(memory_name)
+    base = base_index_params(field, memory)
+    if base is not None:
+        placed = getattr(info.params, "memory", None) == getattr(base, "memory", None)
+        return None if placed else base
+    placed = getattr(info.params, "memory", None) == memory
+    kind = {q.PayloadSchemaType.Keyword: "keyword", q.PayloadSchemaType.Integer: "integer",
+            q.PayloadSchemaType.Float: "float"}.get(info.data_type)
+    if kind is None:
+        return None
+    want_links = links and kind != "float" and field.startswith("metadata.")
+    linked = bool(getattr(info.params, "enable_hnsw", False))
+    if placed and linked == want_links:
+        return None
+    return _index_params(kind, want_links, memory)
 
 
 if __name__ == "__main__":

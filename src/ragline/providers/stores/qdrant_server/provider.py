@@ -44,7 +44,7 @@ from ragline.core.filters import Node
 from ragline.core.ids import point_id
 from ragline.core.types import Page, Record, Scalar, ScoredRecord, StoreQuery
 from ragline.errors import InvalidInput, StoreError, StoreUnavailable
-from ragline.providers.base import Health, ProviderConfig
+from ragline.providers.base import Health, ProviderConfig, config_schema
 from ragline.providers.stores.qdrant_common.fields import FieldKinds
 from ragline.providers.stores.qdrant_common.filters import (
     bool_path,
@@ -442,7 +442,7 @@ class QdrantServerStore:
 
     @classmethod
     def connection_schema(cls) -> dict[str, Any]:
-        return QdrantServerConfig.model_json_schema()
+        return config_schema(QdrantServerConfig)
 
     def capabilities(self) -> list[str]:
         return list(self.CAPABILITIES)
@@ -455,7 +455,7 @@ class QdrantServerStore:
             if not self.local:
                 info = self._call(self.client.info)
                 details["server_version"] = info.version
-            details["collections"] = len(self.shard_keys())
+            details["collections"] = details["collection_count"] = len(self.shard_keys())
             return Health.now("ok", details)
         except Exception as exc:  # health reports, it does not raise
             return Health.now("down", details, error=type(exc).__name__)
