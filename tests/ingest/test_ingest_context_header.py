@@ -138,3 +138,22 @@ def test_whole_lessons_read_the_same_with_headers_in_the_text(
         assert lessons[header]["total_chunks"] > 2
     assert lessons["text"]["text"] == lessons["off"]["text"]
     assert TITLE + " >" not in lessons["text"]["text"]
+
+
+def test_chunks_leave_room_for_their_header(tmp_path: Path) -> None:
+    """A full chunk plus its header still fits the embedder: nothing is cut at embedding."""
+    from ragline.services.ingest_target import HEADER_RESERVE_TOKENS, build_target
+
+    sizes = {}
+    for header in ("off", "text"):
+        settings = fake_settings(tmp_path / header, ingest_context_header=header,
+                                 ingest_chunk_tokens=None)
+        rl = Ragline(settings).start()
+        try:
+            rl.create_collection(rl.owner(), "c", embed={"provider": "fake"})
+            info = rl.services.collections.get("c")
+            sizes[header] = build_target(settings, rl.services.embedders, info, "default",
+                                         True).chunk_tokens
+        finally:
+            rl.close()
+    assert sizes["off"] - sizes["text"] == HEADER_RESERVE_TOKENS

@@ -34,6 +34,10 @@ FRONTMATTER_DEFAULTS_KEY = "frontmatter_defaults"
 """Collection metadata key overriding ``settings.ingest_frontmatter_defaults``."""
 
 log = logging.getLogger(__name__)
+HEADER_RESERVE_TOKENS = 32
+"""Tokens kept free in each chunk for its contextual header (``Title > Heading``): on the
+real book headers took 3-30 word pieces, so chunks filled to the model's limit lost up
+to 30 at embedding time without it."""
 MAX_CHUNK_TOKENS = 512
 """Upper bound on chunk size whatever the embedder allows (spec 004: 400-512)."""
 
@@ -81,7 +85,11 @@ def build_target(settings: Settings, embedders: EmbedderPool, info: CollectionIn
     # "full" must really recompute
     embedder = cast(Embedder, getattr(cached, "inner", cached))
     overhead = embedder.count_tokens("")
-    limit = min(embedder.max_input_tokens, MAX_CHUNK_TOKENS) - overhead
+    header = context_header(settings, info)
+    # a contextual header goes in front of the chunk's embedded text: leave it room, so
+    # the end of a full chunk is not cut at embedding time
+    reserve = HEADER_RESERVE_TOKENS if header != "off" else 0
+    limit = min(embedder.max_input_tokens, MAX_CHUNK_TOKENS) - overhead - reserve
     size = min(settings.ingest_chunk_tokens or limit, limit)
     meta_defaults = info.metadata.get("ingest_defaults")
     defaults = {**settings.ingest_defaults,
@@ -89,7 +97,6 @@ def build_target(settings: Settings, embedders: EmbedderPool, info: CollectionIn
     pattern = info.metadata.get("ingest_path_pattern") or settings.ingest_path_pattern
     overlap = settings.ingest_chunk_overlap
     fm_defaults = frontmatter_defaults(settings, info)
-    header = context_header(settings, info)
     parts: list[Any] = [CHUNKER_VERSION, size, overlap, info.embedding_provider, embedder.model,
                         defaults, pattern, fm_defaults]
     if header != "off":  # collections without headers keep their fingerprints
