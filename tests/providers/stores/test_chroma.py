@@ -42,6 +42,15 @@ class TestChromaPersistent(StoreConformance):
 
 
 class TestChromaServer(StoreConformance):
+    @pytest.fixture
+    def broken(self, tmp_path: Path) -> Iterator[ChromaStore]:
+        """A server store whose server went away after it connected (its own server,
+        stopped: the module's server stays up for the other tests)."""
+        with chroma_server(tmp_path / "gone") as (host, port):
+            s = ChromaStore(ChromaConfig(host=host, port=port))
+        yield s
+        s.close()
+
     FILTER_OPERATORS = ChromaStore.FILTER_OPERATORS
 
     @pytest.fixture

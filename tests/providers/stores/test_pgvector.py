@@ -33,6 +33,14 @@ class TestPgvectorStore(StoreConformance):
         yield s
         s.close()
 
+    @pytest.fixture
+    def broken(self, postgres_dsn: str) -> Iterator[PgvectorStore]:
+        """A store whose database connections are gone (its pool closed under it)."""
+        s = make_store(postgres_dsn)
+        s.pool.close()
+        yield s
+        s.close()
+
 
 @pytest.fixture
 def pg(postgres_dsn: str) -> Iterator[PgvectorStore]:

@@ -44,6 +44,16 @@ def test_which_qdrant_ran() -> None:
 
 class TestQdrantServerStore(StoreConformance):
     @pytest.fixture
+    def broken(self) -> Iterator[QdrantServerStore]:
+        """A store whose Qdrant server is not there (a free port nobody listens on)."""
+        from ragline.testing.server import free_port
+
+        s = QdrantServerStore(QdrantServerConfig(url=f"http://127.0.0.1:{free_port()}",
+                                                 timeout_s=2))
+        yield s
+        s.close()
+
+    @pytest.fixture
     def store(self) -> Iterator[QdrantServerStore]:
         s = QdrantServerStore(_config())
         yield s
