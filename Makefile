@@ -11,7 +11,7 @@ PORT ?= 8000
 DATA ?= ./data
 PYTEST_ARGS ?=
 
-.PHONY: install install-dev serve test test-chroma test-fresh-clone test-llm lint typecheck bench bench-chat clean
+.PHONY: install install-dev serve test test-slow test-chroma test-fresh-clone test-llm lint typecheck bench bench-chat clean
 
 # The spec 000/002 HTTP scenarios, run again on a ragline whose store is Chroma
 # (in-process, and a real `chroma run` server the tests start).
@@ -38,10 +38,19 @@ serve: $(STAMP)
 	@echo "==> starting ragline (Ctrl-C stops it)"
 	$(BIN)/ragline serve --host $(HOST) --port $(PORT) --data-dir $(DATA)
 
-# The CI command: lint, types and import contracts first (seconds), then the suite.
+# The CI command: lint, types and import contracts first (seconds), then the default suite
+# (everything but the slow and llm tiers; < 15 min on 2 cores), then the Chroma tier.
 test: $(DEVSTAMP) lint
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q -m "not llm and not slow" \
+		$(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-chroma
+
+# The slow tier (marker "slow"): end-to-end runs against real processes — a fresh clone,
+# headless Chromium, SIGKILL chaos, a second ragline server, PostgreSQL workers, the docs'
+# examples. CI runs it after `make test`.
+test-slow: $(DEVSTAMP)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q -m "slow and not llm" \
+		$(PYTEST_ARGS)
 
 test-chroma: $(DEVSTAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q \
@@ -66,7 +75,7 @@ bench-chat: $(STAMP) $(LLM_STAMP)
 	HF_HUB_OFFLINE=1 RAGLINE_LLAMA_PYTHON=$(LLM_VENV)/bin/python \
 		$(BIN)/python benchmarks/bench_chat.py
 
-# A newcomer's first run in a temporary clone (also part of `make test`: it is a slow test).
+# A newcomer's first run in a temporary clone (part of `make test-slow`).
 test-fresh-clone: $(DEVSTAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q tests/test_fresh_clone.py
 

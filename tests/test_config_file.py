@@ -107,3 +107,16 @@ def test_config_show_cli(cfg: Path, tmp_path: Path) -> None:
     bad.write_text("port = 'eighty'\n")
     err = _cli("--config", str(bad), "config", "show", cwd=tmp_path)
     assert err.returncode == 2 and "invalid setting 'port'" in err.stderr
+
+
+def test_provider_options_never_show_dsns_or_url_passwords() -> None:
+    """Store/catalog options are plain dicts until the provider's config reads them: a
+    DSN, or any URL carrying a password, is masked in `ragline config show` too."""
+    settings = load_settings(None, store="pgvector", store_options={
+        "dsn": "postgresql://rag:s3cret-pw@db/rag", "pool_size": 4,
+        "mirror": "https://user:other-pw@mirror.example/x"})
+    dumped = json.dumps(masked_dump(settings))
+    assert "s3cret-pw" not in dumped and "other-pw" not in dumped
+    assert '"dsn": "********"' in dumped
+    assert "https://user:********@mirror.example/x" in dumped
+    assert '"pool_size": 4' in dumped

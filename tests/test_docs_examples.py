@@ -412,3 +412,33 @@ def test_operations_backup_restore(tmp_path: Path) -> None:
     out = sh(verify.code.replace("/srv/ragline/data", str(tmp_path / "restored" / "data")),
              tmp_path).stdout
     assert out.count("consistent") == 2 and "left" not in out, out  # exit 0 both times
+
+
+# -- configuration examples -----------------------------------------------------------------
+
+CONFIG_DOCS = ("docs/client.md", "docs/reranking.md", "docs/scaling.md")
+
+
+def test_configuration_blocks_are_valid_settings(tmp_path: Path) -> None:
+    """The blocks that configure a provider by environment and start ``ragline serve``
+    (a remote ragline store or reranker, the PostgreSQL catalog and pgvector store) need
+    servers this test cannot reach; what they can get wrong — a setting's name, its JSON,
+    a provider name — is checked by running them with ``ragline config show --json`` in
+    place of ``ragline serve``: the settings load, carry the block's values, and no
+    credential of the block shows."""
+    found = [b for doc in CONFIG_DOCS
+             for b in runs(doc, "test_configuration_blocks_are_valid_settings")]
+    assert len(found) >= 3
+    for block in found:
+        code = block.code.rstrip()
+        assert code.endswith("ragline serve"), block
+        done = sh(code[: -len("ragline serve")] + "ragline config show --json", tmp_path)
+        settings = json.loads(done.stdout)["settings"]
+        for name, value in re.findall(r"RAGLINE_([A-Z_]+)=('[^']*'|\S+)", code):
+            got = settings[name.lower()]
+            if value.startswith("'"):  # JSON options: every key given is there
+                assert set(json.loads(value[1:-1])) <= set(got), (str(block), name, got)
+            else:
+                assert got == value, (str(block), name, got)
+        for secret in re.findall(r'"(?:api_key|dsn)": "([^"]+)"', code):
+            assert secret not in done.stdout, (str(block), "a credential shows")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import tomllib
 from contextvars import ContextVar
 from pathlib import Path
@@ -542,7 +543,8 @@ def setting_sources(settings: Settings, flags: dict[str, Any] | None = None,
     return out
 
 
-_SECRET_WORDS = ("key", "secret", "token", "password")
+_SECRET_WORDS = ("key", "secret", "token", "password", "passwd", "dsn", "credential")
+_URL_PASSWORD = re.compile(r"(://[^/:@\s]*:)[^/@\s]+@")
 
 
 def _mask(name: str, value: Any) -> Any:
@@ -558,6 +560,8 @@ def _mask(name: str, value: Any) -> Any:
                 else _mask(k, v) for k, v in value.items()}
     if isinstance(value, list):
         return [_mask(name, v) for v in value]
+    if isinstance(value, str):  # a URL under another name may still carry a password
+        return _URL_PASSWORD.sub(r"\1********@", value)
     return value
 
 
