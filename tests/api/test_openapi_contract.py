@@ -47,7 +47,13 @@ app = create_app(ragline=_rl)
 # not_a_server_error counts as a failure. Their bodies, statuses and SSE framing are
 # covered by tests/answers/test_answers_api.py (with a scripted model) and tests/llm.
 ANSWER_ROUTES = ["/api/chat", "/api/checklists"]
-schema = schemathesis.openapi.from_asgi("/openapi.json", app).exclude(path=ANSWER_ROUTES)
+# Connections are left out too: a generated one points at a made-up server, after which
+# every `?service=` call routed to it answers the documented 502 (upstream unreachable),
+# which not_a_server_error counts as a failure whatever route it lands on. Connections and
+# routing are covered by tests/api/test_service_routing.py against a real second server.
+CONNECTION_ROUTES = ["/api/connections", "/api/connections/test"]
+schema = schemathesis.openapi.from_asgi("/openapi.json", app).exclude(
+    path=ANSWER_ROUTES).exclude(path=CONNECTION_ROUTES, method="POST")
 
 
 @schema.parametrize()  # type: ignore[untyped-decorator]
