@@ -23,7 +23,6 @@ import shutil
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -41,59 +40,29 @@ from ragline.providers.base import Health, ProviderConfig, config_schema
 from ragline.providers.stores.qdrant_common.fields import FieldKinds
 from ragline.providers.stores.qdrant_common.filters import bool_path, field_path, point_payload
 from ragline.providers.stores.qdrant_edge import generations
-from ragline.providers.stores.qdrant_edge.locks import RWLock
-from ragline.providers.stores.qdrant_edge.queries import (
-    EXACT,
-    TEXT,
-    VECTOR,
-    build_request,
-    linked_fields_only,
-    search_params,
-    split_by_value,
+from ragline.providers.stores.qdrant_edge.generation import (
+    Generation,
+    WriteOp,
+    base_index_params,
+    index_memory,
+    index_params,
+    sort_values,
 )
-from ragline.providers.stores.qdrant_edge.translate import tenant_filter
+from ragline.providers.stores.qdrant_edge.locks import RWLock
+from ragline.providers.stores.qdrant_edge.queries import VECTOR
+
+# re-exported for the build process and older callers
+__all__ = [
+    "QdrantEdgeConfig",
+    "QdrantEdgeStore",
+    "base_index_params",
+    "disk_usage",
+    "index_memory",
+    "index_params",
+]
+_index_params = index_params
 
 log = logging.getLogger(__name__)
-
-
-def index_memory(name: str) -> Any:
-    """Edge's placement for payload indexes: ``cold`` (mmap'd on-disk structures) or
-    ``pinned`` (Edge's default: rebuilt as in-memory maps and trees when a shard loads)."""
-    return q.Memory.Cold if name == "cold" else None
-
-
-def _text_index(memory: Any = None) -> Any:
-    """BM25 over chunk text: word tokens, lower-cased, English stopwords and stemming."""
-    return q.TextIndexParams(
-        tokenizer=q.TokenizerType.Word, lowercase=True, ascii_folding=True,
-        stopwords=q.Language.English, stemmer=q.SnowballParams(q.SnowballLanguage.English),
-        scoring=True, enable_hnsw=False, memory=memory,
-    )
-
-
-def _index_params(kind: str, links: bool, memory: Any = None) -> Any:
-    """Payload index parameters; ``links``: per-value HNSW links (keyword and integer
-    fields), which let filtered HNSW keep its recall at every selectivity."""
-    if kind == "keyword":
-        return q.KeywordIndexParams(enable_hnsw=links, memory=memory)
-    if kind == "integer":
-        return q.IntegerIndexParams(lookup=True, range=True, enable_hnsw=links, memory=memory)
-    if kind == "float":
-        return q.FloatIndexParams(enable_hnsw=False, memory=memory)
-    return q.KeywordIndexParams(enable_hnsw=False, memory=memory)  # bool, bools.* shadow
-
-
-def base_index_params(field: str, memory: Any = None) -> Any | None:
-    """The parameters of the indexes every shard has (None for metadata fields). The
-    tenant index stays pinned whatever ``memory`` says: with it cold, unfiltered HNSW
-    searches (which filter by tenant at every step) measured 6.6x slower at 50k points."""
-    if field == "tenant":  # always in memory: every search checks it at every graph step
-        return q.KeywordIndexParams(is_tenant=True)  # (one value per tenant: cheap to load)
-    if field == "doc_id":
-        return q.KeywordIndexParams(enable_hnsw=False, memory=memory)
-    if field == TEXT:
-        return _text_index(memory)
-    return None
 
 
 def _index_path(field: str, kind: str) -> str:
@@ -139,30 +108,56 @@ class QdrantEdgeConfig(ProviderConfig):
         "cached", description="Where Edge keeps payloads (chunk text and metadata): 'cached' "
         "keeps them in memory once read (every search returns them), 'cold' reads them from "
         "disk each time (less RAM for very large collections).")
+    shard_processes: bool = Field(
+        True, description="Serve each open shard generation from a process of its own "
+        "(calls pickled over a Unix socket), so that Edge's GIL-holding load, flush and "
+        "close of generations (0.3-1.5 s and 0.05-8 s at 100k points, measured) never "
+        "stall the server's requests when a background index build swaps generations. "
+        "Off: Edge runs in the server process (no per-call round trip, but every swap "
+        "freezes the server for the load and close).")
 
 
 class _Shard:
-    """One open generation of a shard. ``journal`` records every update while a
-    background build runs (replayed into the new generation); ``successor`` is set
-    when a build replaced this generation, so late callers move on to it."""
+    """One open generation of a shard. ``gen``: the :class:`.generation.Generation`, in
+    this process or in a shard process of its own (:mod:`.host`). ``journal`` records
+    every write while a background build runs (replayed into the new generation);
+    ``successor`` is set when a build replaced this generation, so late callers move
+    on to it."""
 
-    def __init__(self, shard: Any, path: Path, fields: FieldKinds) -> None:
-        self.shard = shard
+    def __init__(self, gen: Any, path: Path, fields: FieldKinds) -> None:
+        self.gen = gen
         self.path = path  # the generation's Edge directory
         self.fields = fields
         self.lock = RWLock()
         self.write_lock = threading.Lock()
         self.closed = False
         self.has_text: bool | None = None  # read once: the text index is made with the shard
-        self.journal: list[Any] | None = None
+        self.journal: list[WriteOp] | None = None
         self.successor: _Shard | None = None
 
-    def apply(self, op: Any, points: list[Any] | None = None) -> None:
-        """One update; the caller holds ``write_lock``. ``points``: the points of an
-        upsert, journaled as such so a replay can apply them in short slices."""
-        self.shard.update(op)
+    @property
+    def shard(self) -> Any:
+        """The EdgeShard itself (benchmarks and tests; in this process only)."""
+        shard = getattr(self.gen, "shard", None)
+        if not isinstance(shard, q.EdgeShard):
+            raise StoreError("this shard is served by a shard process")
+        return shard
+
+    def write(self, ops: list[WriteOp]) -> list[int]:
+        """Writes, in order; the caller holds ``write_lock``. Journaled during a build."""
+        out: list[int] = self.gen.write(ops)
         if self.journal is not None:
-            self.journal.append(points if points is not None else op)
+            self.journal.extend(ops)
+        return out
+
+    def retire(self) -> None:
+        """End a generation that a build replaced (its directory is deleted next): a
+        shard process is killed, an in-process one closed (Edge work under the GIL)."""
+        discard = getattr(self.gen, "discard", None)
+        if discard is not None:
+            discard()
+        else:
+            self.gen.close()
 
 
 class QdrantEdgeStore:
@@ -209,27 +204,53 @@ class QdrantEdgeStore:
                 dim = int((path / "ragline_dim").read_text())
                 generations.remove_stale(path)
                 data = generations.current(path)
-                shard = q.EdgeShard.load(str(data), self._edge_config(dim))
+                gen = self._start_generation("open", data, dim)
             except Exception as exc:
                 raise StoreError(f"cannot open shard {key}: {exc}") from exc
-            sh = self._shards[key] = _Shard(shard, data, FieldKinds(path / "ragline_fields.json"))
-            # loading replays the shard's WAL; what that freed stayed in the heap: a restart
-            # after large writes held ~900 MB instead of ~540 MB (BENCHMARKS.md)
-            release_freed_memory()
+            sh = self._shards[key] = _Shard(gen, data, FieldKinds(path / "ragline_fields.json"))
             return sh
 
+    def _start_generation(self, mode: str, data: Path, dim: int,
+                          should_stop: Callable[[], bool] | None = None) -> Any:
+        """Open (``open``) or create (``create``) the generation in ``data``: in a shard
+        process of its own (:mod:`.host`), or here when ``shard_processes`` is off."""
+        if self.config.shard_processes:
+            from ragline.providers.stores.qdrant_edge.host import (
+                RemoteGeneration,
+                ShardProcess,
+            )
+
+            cfg = self.config.model_dump(mode="json")
+            return RemoteGeneration(ShardProcess.start(mode, data, dim, cfg, should_stop))
+        from ragline.providers.stores.qdrant_edge.host import search_config
+
+        edge = self.edge_config(self.config, dim)
+        if mode == "create":
+            gen = Generation(q.EdgeShard.create(str(data), edge), search_config(self.config))
+            gen.create_base_indexes()
+            gen.flush()
+            return gen
+        gen = Generation(q.EdgeShard.load(str(data), edge), search_config(self.config))
+        # loading replays the shard's WAL; what that freed stayed in the heap: a restart
+        # after large writes held ~900 MB instead of ~540 MB (BENCHMARKS.md)
+        release_freed_memory()
+        return gen
+
     def _edge_config(self, dimension: int) -> Any:
+        return self.edge_config(self.config, dimension)
+
+    @staticmethod
+    def edge_config(c: QdrantEdgeConfig, dimension: int) -> Any:
         """The shard config for create and load (load rewrites the runtime settings,
         so changing them in ragline's settings applies to existing shards too)."""
-        c = self.config
         return q.EdgeConfig(
             vectors={VECTOR: q.EdgeVectorParams(size=dimension, distance=q.Distance.Cosine)},
             hnsw_config=q.HnswIndexConfig(
                 m=c.hnsw_m, ef_construct=c.hnsw_ef_construct,
                 full_scan_threshold=c.hnsw_full_scan_threshold_kb),
             optimizers=q.EdgeOptimizersConfig(indexing_threshold=c.indexing_threshold_kb),
-            max_search_threads=self.config.search_threads,
-            payload_memory=q.Memory.Cached if self.config.payload_memory == "cached"
+            max_search_threads=c.search_threads,
+            payload_memory=q.Memory.Cached if c.payload_memory == "cached"
             else q.Memory.Cold,
         )
 
@@ -283,18 +304,12 @@ class QdrantEdgeStore:
                 shutil.rmtree(path)
             path.mkdir(parents=True)
             data = path / "g1"
-            shard = q.EdgeShard.create(str(data), self._edge_config(dimension))
-            memory = index_memory(self.config.index_memory)
-            for field in ("tenant", "doc_id", TEXT):
-                params = base_index_params(field, memory)
-                assert params is not None
-                shard.update(q.UpdateOperation.create_field_index(field, params))
-            shard.flush()
+            gen = self._start_generation("create", data, dimension)
             generations.point_to(path, "g1")
             tmp = path / "ragline_dim.tmp"
             tmp.write_text(str(dimension))
             tmp.replace(marker)  # the marker makes the shard visible, atomically
-            self._shards[key] = _Shard(shard, data, FieldKinds(path / "ragline_fields.json"))
+            self._shards[key] = _Shard(gen, data, FieldKinds(path / "ragline_fields.json"))
 
     def drop_shard(self, key: str) -> None:
         path = self._dir(key)
@@ -305,7 +320,7 @@ class QdrantEdgeStore:
         if sh is not None:
             with sh.lock.exclusive():  # waits for operations in flight
                 sh.closed = True
-                sh.shard.close()
+                sh.retire()  # its directory goes next: nothing to flush
         if path.exists():
             shutil.rmtree(path, ignore_errors=True)
 
@@ -313,7 +328,7 @@ class QdrantEdgeStore:
         with self._open_lock:
             for sh in self._shards.values():
                 try:
-                    sh.shard.close()
+                    sh.gen.close()
                 except Exception as exc:  # closing must go on for the other shards
                     log.warning("closing shard %s failed: %s", sh.path, exc)
             self._shards.clear()
@@ -340,7 +355,7 @@ class QdrantEdgeStore:
                     held.append(sh.write_lock)
                 for sh in opened:
                     if not sh.closed:
-                        sh.shard.flush()
+                        sh.gen.flush()
                 for key in self.shard_keys():
                     src = self.root / key
                     if (src / "ragline_dim").exists():
@@ -357,59 +372,36 @@ class QdrantEdgeStore:
             return
         if not self.has_shard(key):
             raise StoreError(f"shard {key} does not exist")
-        # one matrix for the whole batch: norms in one numpy call, and the rows handed to
-        # Edge as Python lists made by one tolist() (measured per 1,000 384-d points with
-        # payloads: q.Point from numpy rows 104 ms, from lists 43 ms + 11 ms of tolist)
+        # one matrix for the whole batch: norms in one numpy call; the generation makes
+        # Edge's points (in its shard process when there is one)
         mat = np.asarray([r.embedding for r in records], dtype=np.float32)
         norms = np.linalg.norm(mat, axis=1).tolist()
-        points = [
-            q.Point(point_id(r.tenant, r.id), {VECTOR: vec},
-                    point_payload(r.id, r.text, r.tenant, r.metadata, norm))
-            for r, vec, norm in zip(records, mat.tolist(), norms, strict=True)]
-        links = self.config.filter_links
-        memory = index_memory(self.config.index_memory)
+        ids = [point_id(r.tenant, r.id) for r in records]
+        payloads = [point_payload(r.id, r.text, r.tenant, r.metadata, norm)
+                    for r, norm in zip(records, norms, strict=True)]
         with self._writing(key) as sh:
             to_index, to_drop = sh.fields.observe([r.metadata for r in records])
-            for f, kind in to_drop:
-                sh.apply(q.UpdateOperation.delete_field_index(_index_path(f, kind)))
-            sh.apply(q.UpdateOperation.upsert_points(points), points)
-            for f, kind in to_index.items():
-                sh.apply(q.UpdateOperation.create_field_index(
-                    _index_path(f, kind), _index_params(kind, links, memory)))
+            ops: list[WriteOp] = [("delete_index", _index_path(f, kind)) for f, kind in to_drop]
+            ops.append(("upsert", ids, mat, payloads))
+            ops += [("create_index", _index_path(f, kind), kind)
+                    for f, kind in to_index.items()]
+            sh.write(ops)
             if to_index or to_drop:
                 sh.fields.save()
 
     def delete_ids(self, key: str, tenant: str, ids: list[str]) -> int:
         if not ids or not self.has_shard(key):
             return 0
-        pids = [point_id(tenant, i) for i in dict.fromkeys(ids)]
         with self._writing(key) as sh:
-            found = sh.shard.retrieve(pids, False, False)
-            if found:
-                sh.apply(q.UpdateOperation.delete_points([p.id for p in found]))
-            return len(found)
+            return sh.write([("delete_ids", tenant, list(dict.fromkeys(ids)))])[0]
 
     def delete_where(self, key: str, tenant: str, where: Node | None) -> int:
         if not self.has_shard(key):
             return 0
-        flt = tenant_filter(tenant, where)
         with self._writing(key) as sh:
-            n = sh.shard.count(q.CountRequest(filter=flt, exact=True))
-            if n:
-                sh.apply(q.UpdateOperation.delete_points_by_filter(flt))
-            return int(n)
+            return sh.write([("delete_where", tenant, where)])[0]
 
     # -- reads -------------------------------------------------------------------
-    @staticmethod
-    def _record(p: Any, with_vector: bool = False) -> Record:
-        pl = p.payload or {}
-        emb = None
-        if with_vector and p.vector is not None:
-            v = p.vector[VECTOR] if isinstance(p.vector, dict) else p.vector
-            emb = np.asarray(v, dtype=np.float32) * np.float32(pl.get("norm", 1.0))
-        return Record(pl.get("doc_id", str(p.id)), pl.get("text", ""),
-                      pl.get("metadata") or {}, emb, pl.get("tenant", "default"))
-
     def get(
         self, key: str, tenant: str, ids: list[str], with_vectors: bool = False
     ) -> list[Record]:
@@ -418,152 +410,45 @@ class QdrantEdgeStore:
         with self._reading(key) as sh:
             if sh is None:
                 return []
-            pts = sh.shard.retrieve([point_id(tenant, i) for i in ids], True, with_vectors)
-        by_id = {r.id: r for r in (self._record(p, with_vectors) for p in pts)}
-        return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
+            out: list[Record] = sh.gen.get(tenant, ids, with_vectors)
+            return out
 
     def count(self, key: str, tenant: str, where: Node | None) -> int:
         with self._reading(key) as sh:
             if sh is None:
                 return 0
-            return int(sh.shard.count(q.CountRequest(filter=tenant_filter(tenant, where),
-                                                      exact=True)))
+            return int(sh.gen.count(tenant, where))
 
     def list_page(self, key: str, tenant: str, where: Node | None, limit: int, offset: int) -> Page:
-        flt = tenant_filter(tenant, where)
         with self._reading(key) as sh:
             if sh is None:
                 return Page([], 0)
-            total = int(sh.shard.count(q.CountRequest(filter=flt, exact=True)))
-            if limit <= 0 or offset >= total:
-                return Page([], total)
-            cursor = None
-            if offset:  # scroll is id-ordered; skip by ids only, without payloads
-                _, cursor = sh.shard.scroll(q.ScrollRequest(
-                    limit=offset, filter=flt, with_payload=False, with_vector=False))
-                if cursor is None:
-                    return Page([], total)
-            pts, _ = sh.shard.scroll(q.ScrollRequest(
-                offset=cursor, limit=limit, filter=flt, with_payload=True, with_vector=False))
-        return Page([self._record(p) for p in pts], total)
-
-    def _linked(self, sh: _Shard, info: Any) -> frozenset[str]:
-        """Metadata fields whose payload index has per-value HNSW links."""
-        prefix = "metadata."
-        return frozenset(
-            path[len(prefix):] for path, pi in info.payload_schema.items()
-            if path.startswith(prefix) and getattr(pi.params, "enable_hnsw", False))
+            page: Page = sh.gen.list_page(tenant, where, limit, offset)
+            return page
 
     def query_batch(self, key: str, queries: list[StoreQuery]) -> list[list[ScoredRecord]]:
-        """Several searches on one shard in one Edge call (``EdgeShard.query_batch``).
-
-        A dense search filtered by an ``$in`` of a few values of a linked field runs as
-        one graph walk per value, merged by score (:func:`.queries.split_by_value`). A
-        filtered dense search on the graph that returns fewer hits than its filter
-        matches (and than it asked for) is run again exactly, so an index never
-        answers short silently.
-        """
-        plans: list[_Plan] = []
-        reqs: list[Any] = []
+        """Several searches on one shard in one call: the plan per query, per-value walks
+        and the never-short rule are :meth:`.generation.Generation.query_batch`'s."""
         with self._reading(key) as sh:
             if sh is None:
                 return [[] for _ in queries]
-            info = sh.shard.info() if any(sq.mode != "sparse" for sq in queries) else None
-            linked = self._linked(sh, info) if info is not None else frozenset()
-            for i, sq in enumerate(queries):
-                plan = self._plan(sh, info, linked, i, sq)
-                if plan is None:
-                    continue
-                plans.append(plan)
-                if len(plan.requests) == 1:
-                    plan.first = len(reqs)
-                    reqs.append(plan.requests[0])
-                else:  # per-value walks one by one: Edge's query_batch ran 3 filtered
-                    # walks 6.5x slower than 3 single queries (measured at 50k points)
-                    plan.found = [sh.shard.query(r) for r in plan.requests]
-            if len(reqs) == 1:
-                found = [sh.shard.query(reqs[0])]
-            else:
-                found = sh.shard.query_batch(q.QueryBatchRequest(reqs)) if reqs else []
-            out: list[list[ScoredRecord]] = [[] for _ in queries]
-            for plan in plans:
-                sq = queries[plan.slot]
-                pts = (found[plan.first] if plan.found is None
-                       else _merge(plan.found, sq.limit))
-                if plan.matches is not None and len(pts) < min(sq.limit, plan.matches):
-                    pts = sh.shard.query(build_request(
-                        sq, tenant_filter(sq.tenant, sq.where), EXACT))
-                out[plan.slot] = self._scored(pts, sq.with_vectors)
-        return out
-
-    def _plan(self, sh: _Shard, info: Any, linked: frozenset[str], slot: int,
-              sq: StoreQuery) -> _Plan | None:
-        """The Edge requests for one query (None: it cannot match anything)."""
-        flt = tenant_filter(sq.tenant, sq.where)
-        params, n = None, None
-        if info is not None and sq.mode != "sparse":
-            params, n = search_params(
-                sh.shard, info, flt, self.config.exact_search_max_matches,
-                self.config.hnsw_ef, linked_fields_only(sq.where, linked))
-            # one walk per value (each keeps its recall), merged by score; only where
-            # exact search is not the plan: below exact_search_max_matches the values'
-            # points are few and exact search was as fast (measured at 50k points)
-            parts = (split_by_value(sq.where, linked) if sq.mode == "dense"
-                     and params is not None and not params.exact else None)
-            if parts:
-                graph = q.SearchParams(hnsw_ef=self.config.hnsw_ef)
-                return _Plan(slot, [build_request(sq, tenant_filter(sq.tenant, part), graph)
-                                    for part in parts],
-                             n if sq.score_threshold is None else None)
-        req = build_request(sq, flt, params)
-        if req is None:
-            return None
-        walks = params is not None and not params.exact
-        return _Plan(slot, [req], n if walks and sq.score_threshold is None else None)
-
-    def _scored(self, pts: list[Any], with_vectors: bool) -> list[ScoredRecord]:
-        out = []
-        for p in pts:
-            r = self._record(p, with_vectors)
-            out.append(ScoredRecord(r.id, r.text, r.metadata, float(p.score), r.embedding))
-        return out
+            out: list[list[ScoredRecord]] = sh.gen.query_batch(queries)
+            return out
 
     def has_text_index(self, key: str) -> bool:
         with self._reading(key) as sh:
             if sh is None:
                 return False
-            if sh.has_text is None:  # every search asks; an Edge call per request is not free
-                sh.has_text = TEXT in sh.shard.info().payload_schema
+            if sh.has_text is None:  # every search asks; a call per request is not free
+                sh.has_text = bool(sh.gen.has_text())
             return sh.has_text
 
     def distinct(self, key: str, tenant: str, field: str) -> list[Scalar]:
-        flt = tenant_filter(tenant, None)
-        values: set[Any] = set()
-        path = field_path(field)
         with self._reading(key) as sh:
             if sh is None:
                 return []
-            kind = sh.fields.indexed(field)
-            if kind in ("keyword", "integer"):
-                resp = sh.shard.facet(q.FacetRequest(path, limit=1_000_000, exact=True,
-                                                     filter=flt))
-                values = {h.value for h in resp.hits}
-            else:
-                cursor = None
-                sel = q.PayloadSelector.Include([path])
-                while True:
-                    pts, cursor = sh.shard.scroll(q.ScrollRequest(
-                        offset=cursor, limit=5000, filter=flt, with_payload=sel,
-                        with_vector=False))
-                    for p in pts:
-                        v = ((p.payload or {}).get("metadata") or {}).get(field)
-                        for x in v if isinstance(v, list) else [v]:
-                            if x is not None:
-                                values.add((type(x) is bool, x))
-                    if cursor is None:
-                        break
-                values = {x for _, x in values}
-        return sorted(values, key=_sort_key)
+            values = sh.gen.distinct(tenant, field, sh.fields.indexed(field))
+        return sort_values(values)
 
     # -- housekeeping ------------------------------------------------------------
     def size_bytes(self, key: str) -> int:
@@ -578,7 +463,7 @@ class QdrantEdgeStore:
         if not self.has_shard(key):
             return False
         with self._writing(key) as sh:
-            return bool(sh.shard.optimize())
+            return bool(sh.gen.optimize())
 
     # -- background index builds (see .rebuild) ----------------------------------------
     def open_keys(self) -> list[str]:
@@ -590,8 +475,8 @@ class QdrantEdgeStore:
         with self._reading(key) as sh:
             if sh is None:
                 return 0, 0
-            info = sh.shard.info()
-            return int(info.points_count), int(info.indexed_vectors_count)
+            points, indexed = sh.gen.status()
+            return int(points), int(indexed)
 
     def build_index(self, key: str, should_stop: Callable[[], bool] | None = None) -> bool:
         """Build HNSW and payload indexes on a copy in a subprocess and swap it in;
@@ -622,30 +507,6 @@ class QdrantEdgeStore:
                               error=f"the data directory is not writable ({exc.strerror})")
 
 
-@dataclass
-class _Plan:
-    """The Edge requests of one query in a batch: one, or one per ``$in`` value.
-    ``matches``: the filter's match count when the plan can answer short (graph walks),
-    so that a short answer is redone exactly."""
-
-    slot: int
-    requests: list[Any]
-    matches: int | None
-    first: int = 0  # the position of a single request in the shard's batch
-    found: list[list[Any]] | None = None  # the answers of per-value walks
-
-
-def _merge(parts: list[list[Any]], limit: int) -> list[Any]:
-    """The best ``limit`` points of several walks, each point once (a list-valued field
-    can put a point under two values)."""
-    best: dict[Any, Any] = {}
-    for pts in parts:
-        for p in pts:
-            if p.id not in best or p.score > best[p.id].score:
-                best[p.id] = p
-    return sorted(best.values(), key=lambda p: p.score, reverse=True)[:limit]
-
-
 def disk_usage(path: Path) -> int:
     """Bytes really allocated (Edge preallocates sparse 32 MiB files; st_size overstates).
 
@@ -661,11 +522,3 @@ def disk_usage(path: Path) -> int:
             except FileNotFoundError:
                 continue
     return total
-
-
-def _sort_key(v: Any) -> tuple[int, Any]:
-    if isinstance(v, bool):
-        return (0, v)
-    if isinstance(v, int | float):
-        return (1, v)
-    return (2, str(v))

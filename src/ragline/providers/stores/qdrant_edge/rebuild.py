@@ -4,20 +4,23 @@ Edge's ``optimize()`` holds the GIL for its whole run (118 s for 20,000 384-d
 points with per-value links on the loaded 2-core machine), so no step of it can
 run in the serving process. A build therefore:
 
-1. under the shard's write lock (a flush, a few ms): flushes, and starts a
-   *journal* of every update operation from then on;
+1. under the shard's write lock: flushes the live generation, and starts a
+   *journal* of every write operation from then on;
 2. copies the generation's directory (``cp --sparse=always``, no lock: writes
    go on, and every one of them is also in the journal);
 3. runs :func:`main` in a niced subprocess on the copy: it loads it (replaying
    the copied WAL), gives keyword/integer indexes their per-value HNSW links,
    optimizes, flushes and closes;
-4. loads the built copy here and replays the journal into it, in rounds without
-   the write lock until little is left, then the rest under the write lock;
-   checks that it holds exactly as many points as the live generation, flushes,
-   and points ``ragline_current`` at it (one ``os.replace``);
+4. opens the built copy -- in a new shard process (:mod:`.host`, the default), so
+   neither its load nor anything after it runs in the server's interpreter -- and
+   replays the journal into it in rounds without the write lock until little is
+   left; flushes it; then, under the write lock, replays the rest, checks that it
+   holds exactly as many points as the live generation, and points
+   ``ragline_current`` at it (one ``os.replace``);
 5. hands the shard over: callers that still hold the old generation finish on
-   it, later ones move to the new one (``_Shard.successor``); the old one is
-   closed once its readers are done, and deleted.
+   it, later ones move to the new one (``_Shard.successor``); the old one ends
+   once its readers are done (its shard process is killed; in-process it is
+   closed) and is deleted.
 
 Replaying is correct because upserts and deletes are idempotent and the
 journal holds, in order, every operation that could be missing from (or torn
@@ -36,7 +39,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +47,7 @@ import qdrant_edge as q
 
 from ragline.errors import StoreError
 from ragline.providers.stores.qdrant_edge import generations
+from ragline.providers.stores.qdrant_edge.generation import WriteOp
 
 if TYPE_CHECKING:
     from ragline.providers.stores.qdrant_edge.provider import QdrantEdgeStore
@@ -52,20 +56,29 @@ log = logging.getLogger(__name__)
 
 # journal entries left over after which the final replay runs under the write lock
 _FINAL_REPLAY = 4
-# points per replayed update: Edge holds the GIL for an update (21 ms per 1,000 points
-# measured), so a request's batch is replayed in slices that keep each hold short
+# points per replayed upsert: in the server process Edge holds the GIL for an update
+# (21 ms per 1,000 points measured), so a request's batch is replayed in slices that keep
+# each hold short (a shard process replays in the same slices; its GIL is its own)
 _REPLAY_SLICE = 128
 
 
-def _replay(new: Any, entries: list[Any]) -> None:
-    """Apply journal entries (update operations, or the point lists of upserts) in order."""
-    for entry in entries:
-        if not isinstance(entry, list):
-            new.update(entry)
+def _slices(entries: list[WriteOp]) -> Iterator[list[WriteOp]]:
+    """Journal entries in order, large upserts cut into slices of ``_REPLAY_SLICE``."""
+    for op in entries:
+        if op[0] != "upsert" or len(op[1]) <= _REPLAY_SLICE:
+            yield [op]
             continue
-        for i in range(0, len(entry), _REPLAY_SLICE):
-            new.update(q.UpdateOperation.upsert_points(entry[i:i + _REPLAY_SLICE]))
-            time.sleep(0)  # let a waiting request thread run between slices
+        _, ids, mat, payloads = op
+        for i in range(0, len(ids), _REPLAY_SLICE):
+            j = i + _REPLAY_SLICE
+            yield [("upsert", ids[i:j], mat[i:j], payloads[i:j])]
+
+
+def _replay(new: Any, entries: list[WriteOp]) -> None:
+    """Apply journal entries (write operations) to the new generation, in order."""
+    for ops in _slices(entries):
+        new.write(ops)
+        time.sleep(0)  # let a waiting request thread run between slices
 
 
 def rebuild(store: QdrantEdgeStore, key: str, should_stop: Callable[[], bool]) -> bool:
@@ -77,7 +90,7 @@ def rebuild(store: QdrantEdgeStore, key: str, should_stop: Callable[[], bool]) -
     with store._writing(key) as sh:
         if sh.journal is not None:
             return False  # a build is already running
-        sh.shard.flush()
+        sh.gen.flush()
         sh.journal = []
         src = sh.path
     dim = int((shard_dir / "ragline_dim").read_text())
@@ -85,26 +98,38 @@ def rebuild(store: QdrantEdgeStore, key: str, should_stop: Callable[[], bool]) -
     dst = shard_dir / gen
     new: Any = None
     swapped = False
+    t_flush = t_locked = 0.0
     try:
         t0 = time.monotonic()
         _copy(src, dst)
         t_copy = time.monotonic() - t0
         _run_worker(store, dst, dim, should_stop)
         t_build = time.monotonic() - t0 - t_copy
-        _warm(dst)
         t_load = time.monotonic()
-        # Edge holds the GIL while it loads: the one step of a build that stalls this
-        # process in proportion to the shard's size (payload indexes kept 'cold' make it
-        # mostly mmap; see docs/storage.md)
-        new = q.EdgeShard.load(str(dst), store._edge_config(dim))
+        if not store.config.shard_processes:
+            _warm(dst)
+        # in a shard process the load is that process's work; in this process Edge holds
+        # the GIL while it loads (payload indexes kept 'cold' make it mostly mmap)
+        new = store._start_generation("open", dst, dim, should_stop)
         t_load = time.monotonic() - t_load
         done = 0
+        flushed = False
         while True:  # replay rounds without the lock: writes keep flowing
             journal = sh.journal
             assert journal is not None
             pending = len(journal)
-            if pending - done <= _FINAL_REPLAY or should_stop():
+            if should_stop():
                 break
+            if pending - done <= _FINAL_REPLAY:
+                if flushed:
+                    break
+                # flushed before the lock: the locked step is then a few journal entries
+                # (in the new generation's WAL, like any acknowledged write)
+                t_flush = time.monotonic()
+                new.flush()
+                t_flush = time.monotonic() - t_flush
+                flushed = True
+                continue
             _replay(new, journal[done:pending])
             done = pending
         if should_stop():
@@ -115,9 +140,8 @@ def rebuild(store: QdrantEdgeStore, key: str, should_stop: Callable[[], bool]) -
                 raise StoreError("the shard was dropped during the index build")
             assert sh.journal is not None
             _replay(new, sh.journal[done:])
-            new.flush()
-            have = int(new.count(q.CountRequest(exact=True)))
-            want = int(sh.shard.count(q.CountRequest(exact=True)))
+            have = int(new.count_all())
+            want = int(sh.gen.count_all())
             if have != want:
                 raise StoreError(f"index build of {key} holds {have} points, not {want}")
             generations.point_to(shard_dir, gen)
@@ -133,16 +157,18 @@ def rebuild(store: QdrantEdgeStore, key: str, should_stop: Callable[[], bool]) -
         if not swapped:
             sh.journal = None
             if new is not None:
-                new.close()
+                discard = getattr(new, "discard", None)
+                (discard or new.close)()
             shutil.rmtree(dst, ignore_errors=True)
     with sh.lock.exclusive():  # waits for searches still running on the old generation
         sh.closed = True
         t_close = time.monotonic()
-        sh.shard.close()  # Edge work under the GIL as well
+        sh.retire()  # a shard process is killed; in this process: Edge work under the GIL
         t_close = time.monotonic() - t_close
     store.last_build = {"copy_s": t_copy, "build_s": t_build, "load_s": t_load,
-                        "locked_s": t_locked, "close_s": t_close, "replayed": len(journal),
-                        "total_s": time.monotonic() - t0}
+                        "flush_s": t_flush, "locked_s": t_locked, "close_s": t_close,
+                        "replayed": len(journal), "total_s": time.monotonic() - t0,
+                        "shard_processes": float(store.config.shard_processes)}
     log.info("index build of %s: %s", key, store.last_build)
     if src == shard_dir:
         generations.remove_stale(shard_dir)  # a shard from before generations
