@@ -89,8 +89,7 @@ def test_build_indexes_everything_and_links_the_filter_fields(built) -> None:  #
     points, indexed = store.index_status("k")
     assert points == N and indexed == N
     sh = store._shards["k"]
-    info = sh.shard.info()
-    assert store._linked(sh, info) == {"cat", "tier"}
+    assert sh.gen.linked() == {"cat", "tier"}
     assert sh.path.name == "g2"  # the build's generation is the live one
     assert not (sh.path.parent / "g1").exists()
 
@@ -107,19 +106,7 @@ def test_recall_per_filter_shape_after_a_build(built, shape: str) -> None:  # ty
         hits = store.query_batch("k", [StoreQuery("default", SearchMode.DENSE, 10, vector=qv,
                                                   where=where)])[0]
         if qi == 0 and where is not None:  # the graph is really used, not exact search
-            from ragline.providers.stores.qdrant_edge.queries import (
-                linked_fields_only,
-                search_params,
-            )
-            from ragline.providers.stores.qdrant_edge.translate import tenant_filter
-
-            sh = store._shards["k"]
-            info = sh.shard.info()
-            params, _ = search_params(sh.shard, info, tenant_filter("default", where),
-                                      store.config.exact_search_max_matches,
-                                      store.config.hnsw_ef,
-                                      linked_fields_only(where, store._linked(sh, info)))
-            assert params is not None and not params.exact
+            assert store._shards["k"].gen.plan("default", where) == "graph"
         assert len(hits) == len(truth)  # never short
         assert all(_matches(h.metadata, where) for h in hits)
         found += len({h.id for h in hits} & set(truth))
@@ -309,25 +296,22 @@ def test_split_walks_merge_by_score_and_return_each_point_once(tmp_path: Path) -
 
 
 def test_a_build_moves_indexes_to_the_configured_memory(tmp_path: Path) -> None:
-    import qdrant_edge as q
-
     pinned = _store(tmp_path, index_memory="pinned")
     pinned.create_shard("k", DIM)
     vecs, metas = _data(1000, seed=6)
     _fill(pinned, vecs, metas)
     pinned.upsert("k", [Record(f"river{i}", "a boat on the river", {}, vecs[i])
                         for i in range(3)])
-    schema = pinned._shards["k"].shard.info().payload_schema
-    assert all(getattr(i.params, "memory", None) is None for i in schema.values())
+    schema = pinned._shards["k"].gen.schema()  # path -> (type, links, cold)
+    assert not any(cold for _, _, cold in schema.values())
     pinned.close()
     store = _store(tmp_path)  # the default: cold
     assert store.build_index("k")
-    schema = store._shards["k"].shard.info().payload_schema
+    schema = store._shards["k"].gen.schema()
     assert {"tenant", "doc_id", "text", "metadata.cat", "metadata.tier"} <= set(schema)
-    assert schema["tenant"].params.memory is None  # pinned: checked at every graph step
-    assert all(i.params.memory == q.Memory.Cold for f, i in schema.items() if f != "tenant")
-    assert store._linked(store._shards["k"], store._shards["k"].shard.info()) == {"cat",
-                                                                                   "tier"}
+    assert not schema["tenant"][2]  # pinned: checked at every graph step
+    assert all(cold for f, (_, _, cold) in schema.items() if f != "tenant")
+    assert store._shards["k"].gen.linked() == {"cat", "tier"}
     assert store.count("k", "default", Eq("cat", "c3")) == sum(
         m["cat"] == "c3" for m in metas)
     hits = store.query_batch("k", [StoreQuery("default", SearchMode.SPARSE, 5,

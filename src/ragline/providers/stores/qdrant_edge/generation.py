@@ -184,6 +184,15 @@ class Generation:
             path[len(prefix):] for path, pi in info.payload_schema.items()
             if path.startswith(prefix) and getattr(pi.params, "enable_hnsw", False))
 
+    def plan(self, tenant: str, where: Node | None) -> str:
+        """The plan a dense search with this filter gets: ``exact``, ``graph`` (HNSW or
+        ACORN) or ``none`` (cannot match); for tests and diagnostics."""
+        info = self.shard.info()
+        params, _ = search_params(self.shard, info, tenant_filter(tenant, where),
+                                  self.cfg.exact_search_max_matches, self.cfg.hnsw_ef,
+                                  linked_fields_only(where, self.linked(info)))
+        return "none" if params is None else "exact" if params.exact else "graph"
+
     def has_text(self) -> bool:
         if self._has_text is None:  # made with the shard: read once
             self._has_text = TEXT in self.shard.info().payload_schema
