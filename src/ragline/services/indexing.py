@@ -108,11 +108,13 @@ class IndexingService:
 
     def stats(self) -> dict[str, object]:
         """For ``/info``: builds so far, whether one runs, how many are due, and the
-        timings of the last one. ``last_swap_stall_ms`` is the time the server was
-        held by the swap (Edge's load and close of the generations hold the GIL, and
-        the final replay holds the shard's write lock)."""
+        timings of the last one. ``last_swap_stall_ms`` is how long requests were held
+        by the build (the store's ``stall_s``: with shard processes the flush that starts
+        it and the final replay under the write lock; in-process also Edge's load and
+        close of the generations, which hold the GIL)."""
         last = getattr(self.store, "last_build", None) or {}
-        stall = sum(float(last.get(k, 0.0)) for k in ("load_s", "locked_s", "close_s"))
+        stall = float(last.get("stall_s", sum(
+            float(last.get(k, 0.0)) for k in ("load_s", "locked_s", "close_s"))))
         return {"enabled": self.store is not None and self._thread is not None,
                 "builds": self.builds, "failures": self.failures,
                 "building": self.building is not None, "pending": self.pending(),

@@ -175,6 +175,7 @@ class QdrantEdgeStore:
         self._shards: dict[str, _Shard] = {}
         self._open_lock = threading.Lock()
         self.last_build: dict[str, float] = {}  # timings of the last background build
+        self.last_phases: dict[str, float] = {}  # when each of its steps began (monotonic)
 
     # -- shard lifecycle --------------------------------------------------------
     def _dir(self, key: str) -> Path:

@@ -87,10 +87,18 @@ def rebuild(store: QdrantEdgeStore, key: str, should_stop: Callable[[], bool]) -
     shard_dir = store._dir(key)
     if not store.has_shard(key):
         return False
+    phases: dict[str, float] = {"presync": time.monotonic()}
+    with store._reading(key) as live:
+        if live is None or live.journal is not None:
+            return False
+        _presync(live.path)
+    phases["live_flush"] = time.monotonic()
     with store._writing(key) as sh:
         if sh.journal is not None:
             return False  # a build is already running
-        sh.gen.flush()
+        t_live = time.monotonic()
+        sh.gen.flush()  # searches of the live generation wait for it (Edge's GIL)
+        t_live = time.monotonic() - t_live
         sh.journal = []
         src = sh.path
     dim = int((shard_dir / "ragline_dim").read_text())
@@ -100,12 +108,12 @@ def rebuild(store: QdrantEdgeStore, key: str, should_stop: Callable[[], bool]) -
     swapped = False
     t_flush = t_locked = 0.0
     try:
-        t0 = time.monotonic()
+        t0 = phases["copy"] = time.monotonic()
         _copy(src, dst)
         t_copy = time.monotonic() - t0
         _run_worker(store, dst, dim, should_stop)
         t_build = time.monotonic() - t0 - t_copy
-        t_load = time.monotonic()
+        t_load = phases["open"] = time.monotonic()
         if not store.config.shard_processes:
             _warm(dst)
         # in a shard process the load is that process's work; in this process Edge holds
@@ -114,6 +122,7 @@ def rebuild(store: QdrantEdgeStore, key: str, should_stop: Callable[[], bool]) -
         t_load = time.monotonic() - t_load
         done = 0
         flushed = False
+        phases["replay"] = time.monotonic()
         while True:  # replay rounds without the lock: writes keep flowing
             journal = sh.journal
             assert journal is not None
@@ -125,7 +134,7 @@ def rebuild(store: QdrantEdgeStore, key: str, should_stop: Callable[[], bool]) -
                     break
                 # flushed before the lock: the locked step is then a few journal entries
                 # (in the new generation's WAL, like any acknowledged write)
-                t_flush = time.monotonic()
+                t_flush = phases["new_flush"] = time.monotonic()
                 new.flush()
                 t_flush = time.monotonic() - t_flush
                 flushed = True
@@ -134,7 +143,7 @@ def rebuild(store: QdrantEdgeStore, key: str, should_stop: Callable[[], bool]) -
             done = pending
         if should_stop():
             raise StoreError("index build stopped")
-        t_locked = time.monotonic()
+        t_locked = phases["locked"] = time.monotonic()
         with sh.write_lock:
             if sh.closed or store._shards.get(key) is not sh:
                 raise StoreError("the shard was dropped during the index build")
@@ -162,19 +171,43 @@ def rebuild(store: QdrantEdgeStore, key: str, should_stop: Callable[[], bool]) -
             shutil.rmtree(dst, ignore_errors=True)
     with sh.lock.exclusive():  # waits for searches still running on the old generation
         sh.closed = True
-        t_close = time.monotonic()
+        t_close = phases["retire"] = time.monotonic()
         sh.retire()  # a shard process is killed; in this process: Edge work under the GIL
         t_close = time.monotonic() - t_close
-    store.last_build = {"copy_s": t_copy, "build_s": t_build, "load_s": t_load,
-                        "flush_s": t_flush, "locked_s": t_locked, "close_s": t_close,
-                        "replayed": len(journal), "total_s": time.monotonic() - t0,
-                        "shard_processes": float(store.config.shard_processes)}
+    hosted = store.config.shard_processes
+    # what requests waited for: the flush of the live generation (its searches) and the
+    # locked step (writers); in-process also the load and the close (every request)
+    stall = t_live + t_locked + (0.0 if hosted else t_load + t_flush + t_close)
+    store.last_build = {"live_flush_s": t_live, "copy_s": t_copy, "build_s": t_build,
+                        "load_s": t_load, "flush_s": t_flush, "locked_s": t_locked,
+                        "close_s": t_close, "stall_s": stall, "replayed": len(journal),
+                        "total_s": time.monotonic() - t0, "shard_processes": float(hosted)}
+    phases["end"] = time.monotonic()
+    store.last_phases = phases  # monotonic start of each step (benchmarks)
     log.info("index build of %s: %s", key, store.last_build)
     if src == shard_dir:
         generations.remove_stale(shard_dir)  # a shard from before generations
     else:
         shutil.rmtree(src, ignore_errors=True)
     return True
+
+
+def _presync(path: Path) -> None:
+    """Write the live generation's dirty pages back from here (``os.fsync`` runs
+    without the GIL, and outside the shard process), so that the flush that starts a
+    build -- Edge work that holds the GIL of the process serving that generation --
+    finds little left to write (dirty mmap pages are what its msync/fsync calls wait
+    for: a flush measured 6 ms clean and 175-560 ms after 2,000-20,000 writes)."""
+    for f in path.rglob("*"):
+        try:
+            if f.is_file() and not f.name.endswith(".lock"):
+                fd = os.open(f, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+        except OSError:
+            continue
 
 
 def _warm(path: Path) -> None:
