@@ -20,14 +20,18 @@ SIGKILLed server leaves no process holding a shard's WAL lock).
 
 from __future__ import annotations
 
+import io
 import logging
 import multiprocessing
+import multiprocessing.context
 import os
 import pickle
 import threading
 import time
 from collections.abc import Callable
+from multiprocessing import forkserver, popen_forkserver, reduction, spawn, util
 from multiprocessing.connection import Client, Connection, Listener
+from multiprocessing.context import set_spawning_popen
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +55,53 @@ def _context() -> Any:
         return _CTX
 
 
+class _Popen(popen_forkserver.Popen):
+    """The fork server's ``Popen`` without re-importing the server's ``__main__`` in the
+    child: multiprocessing runs the parent's main module again in every child (for
+    ``python -m ragline.cli.main`` that is the whole CLI and web stack: seconds per
+    shard opened under load, measured). A shard process needs none of it."""
+
+    def _launch(self, process_obj: Any) -> None:  # popen_forkserver.Popen._launch, 3.11
+        prep_data = spawn.get_preparation_data(process_obj._name)
+        prep_data.pop("init_main_from_name", None)
+        prep_data.pop("init_main_from_path", None)
+        buf = io.BytesIO()
+        set_spawning_popen(self)
+        try:
+            reduction.dump(prep_data, buf)
+            reduction.dump(process_obj, buf)
+        finally:
+            set_spawning_popen(None)
+        self.sentinel, w = forkserver.connect_to_new_process(self._fds)  # type: ignore[attr-defined]
+        _parent_w = os.dup(w)
+        self.finalizer = util.Finalize(self, util.close_fds,  # type: ignore[attr-defined]
+                                       (_parent_w, self.sentinel))
+        with open(w, "wb", closefd=True) as f:
+            f.write(buf.getbuffer())
+        self.pid = forkserver.read_signed(self.sentinel)
+
+
+class _Process(multiprocessing.context.ForkServerProcess):
+    @staticmethod
+    def _Popen(process_obj: Any) -> Any:
+        return _Popen(process_obj)
+
+
+def warm_up() -> None:
+    """Start the fork server now, in the background, so that the first shard opened
+    (the first request after a start) does not wait for its imports (1-3 s measured
+    on the loaded 2-core machine)."""
+
+    def start() -> None:
+        try:
+            _context()
+            forkserver.ensure_running()
+        except Exception as exc:  # the first open will try (and report) again
+            log.warning("starting the shard fork server failed: %s", exc)
+
+    threading.Thread(target=start, name="ragline-forkserver", daemon=True).start()
+
+
 class ShardProcess:
     """The server's handle on one shard process: RPC calls over a small pool of
     connections (one per concurrent caller), and its lifetime."""
@@ -72,7 +123,7 @@ class ShardProcess:
         polled while waiting: True kills the process (``StoreError``)."""
         ctx = _context()
         parent, child = ctx.Pipe(duplex=True)
-        proc = ctx.Process(target=_main, args=(child, mode, str(path), dim, config),
+        proc = _Process(target=_main, args=(child, mode, str(path), dim, config),
                            name=f"ragline-shard-{mode}", daemon=True)
         proc.start()
         child.close()

@@ -176,6 +176,10 @@ class QdrantEdgeStore:
         self._open_lock = threading.Lock()
         self.last_build: dict[str, float] = {}  # timings of the last background build
         self.last_phases: dict[str, float] = {}  # when each of its steps began (monotonic)
+        if config.shard_processes:
+            from ragline.providers.stores.qdrant_edge.host import warm_up
+
+            warm_up()
 
     # -- shard lifecycle --------------------------------------------------------
     def _dir(self, key: str) -> Path:
