@@ -17,9 +17,11 @@ indexing thread runs a build, for both settings of the store option
    ``build_index`` runs while a probe thread sends a search (``cat`` = one
    value, limit 3, like ``bench_scale.py``'s probe) every 20 ms and a writer
    thread adds 100 documents every 200 ms (so the journal is replayed);
-3. reported per mode: the probe's longest latency during the build (the stall),
-   its p50/p99, the idle p50, a 1 ms ticker thread's longest gap (how long this
-   process's GIL was held), and the build's own timings.
+3. reported per mode: the probe's longest latency during the build (the stall;
+   counted from when each search was due, like a client in another process would
+   see it), its p50/p99, the idle p50, a 1 ms ticker thread's longest gap (how
+   long this process's GIL was held), the build's own timings, and the step of
+   the build in which the slowest probes fell.
 
 Run::
 
@@ -233,7 +235,7 @@ def report(size: int, results: list[dict[str, Any]], load0: Any, load1: Any) -> 
           f"{load1[0]:.1f} at the end\n")
     print("| mode | longest probe wait during the build ms (per round) | median | "
           "probe p50 / p99 during ms | idle probe p50 ms | longest GIL gap ms | "
-          "load / flush / locked / close s (median) |")
+          "load / new flush / re-copy / locked / close s (median) |")
     print("|---|---|---:|---|---:|---:|---|")
     for mode in MODES:
         rs = [r for r in results if r["mode"] == mode]
@@ -250,7 +252,8 @@ def report(size: int, results: list[dict[str, Any]], load0: Any, load1: Any) -> 
         print(f"| {mode} | {stalls} | {med('stall_max_ms'):.0f} | "
               f"{med('probe_p50_ms'):.1f} / {med('probe_p99_ms'):.1f} | "
               f"{med('idle_p50_ms'):.2f} | {med('gil_gap_max_ms'):.0f} | "
-              f"{tmed('load_s'):.2f} / {tmed('flush_s'):.2f} / {tmed('locked_s'):.2f} / "
+              f"{tmed('load_s'):.2f} / {tmed('flush_s'):.2f} / {tmed('recopy_s'):.2f} / "
+              f"{tmed('locked_s'):.2f} / "
               f"{tmed('close_s'):.2f} |")
 
 

@@ -29,6 +29,10 @@ def current(shard_dir: Path) -> Path:
     return shard_dir
 
 
+def is_generation(name: str) -> bool:
+    return _GEN.match(name) is not None
+
+
 def next_generation(shard_dir: Path) -> str:
     numbers = [int(m.group(1)) for p in shard_dir.iterdir() if (m := _GEN.match(p.name))]
     return f"g{max(numbers, default=0) + 1}"

@@ -87,18 +87,10 @@ def rebuild(store: QdrantEdgeStore, key: str, should_stop: Callable[[], bool]) -
     shard_dir = store._dir(key)
     if not store.has_shard(key):
         return False
-    phases: dict[str, float] = {"presync": time.monotonic()}
-    with store._reading(key) as live:
-        if live is None or live.journal is not None:
-            return False
-        _presync(live.path)
-    phases["live_flush"] = time.monotonic()
-    with store._writing(key) as sh:
+    phases: dict[str, float] = {"journal": time.monotonic()}
+    with store._writing(key) as sh:  # only to start the journal: no Edge call
         if sh.journal is not None:
             return False  # a build is already running
-        t_live = time.monotonic()
-        sh.gen.flush()  # searches of the live generation wait for it (Edge's GIL)
-        t_live = time.monotonic() - t_live
         sh.journal = []
         src = sh.path
     dim = int((shard_dir / "ragline_dim").read_text())
@@ -106,11 +98,22 @@ def rebuild(store: QdrantEdgeStore, key: str, should_stop: Callable[[], bool]) -
     dst = shard_dir / gen
     new: Any = None
     swapped = False
-    t_flush = t_locked = 0.0
+    t_flush = t_locked = t_recopy = 0.0
     try:
         t0 = phases["copy"] = time.monotonic()
+        # a copy equal to the live files at one instant -- what a SIGKILL leaves, which
+        # Edge recovers from its WAL -- without flushing the live generation (a flush holds
+        # the GIL of the process serving it for 0.05-1 s under load: every search waits)
+        before = _stats(src)
+        time.sleep(0.02)  # later writes get a later mtime (the kernel's clock is coarse)
+        _presync(src)  # clean pages: the next mmap write to a file updates its mtime
         _copy(src, dst)
         t_copy = time.monotonic() - t0
+        phases["recopy"] = time.monotonic()
+        with sh.write_lock:  # writers wait while the files written meanwhile are re-copied
+            t_recopy = time.monotonic()
+            _recopy(src, dst, before)
+            t_recopy = time.monotonic() - t_recopy
         _run_worker(store, dst, dim, should_stop)
         t_build = time.monotonic() - t0 - t_copy
         t_load = phases["open"] = time.monotonic()
@@ -175,10 +178,10 @@ def rebuild(store: QdrantEdgeStore, key: str, should_stop: Callable[[], bool]) -
         sh.retire()  # a shard process is killed; in this process: Edge work under the GIL
         t_close = time.monotonic() - t_close
     hosted = store.config.shard_processes
-    # what requests waited for: the flush of the live generation (its searches) and the
-    # locked step (writers); in-process also the load and the close (every request)
-    stall = t_live + t_locked + (0.0 if hosted else t_load + t_flush + t_close)
-    store.last_build = {"live_flush_s": t_live, "copy_s": t_copy, "build_s": t_build,
+    # what requests waited for: writers, the re-copy and the locked step; in-process every
+    # request also waits for Edge's load, flush and close (they hold the GIL)
+    stall = t_recopy + t_locked + (0.0 if hosted else t_load + t_flush + t_close)
+    store.last_build = {"recopy_s": t_recopy, "copy_s": t_copy, "build_s": t_build,
                         "load_s": t_load, "flush_s": t_flush, "locked_s": t_locked,
                         "close_s": t_close, "stall_s": stall, "replayed": len(journal),
                         "total_s": time.monotonic() - t0, "shard_processes": float(hosted)}
@@ -192,12 +195,47 @@ def rebuild(store: QdrantEdgeStore, key: str, should_stop: Callable[[], bool]) -
     return True
 
 
+def _stats(path: Path) -> dict[str, tuple[int, int]]:
+    """(size, mtime) of every Edge file under ``path``, by relative path (in a shard
+    from before generations, ``path`` also holds ragline's files and the new copy)."""
+    out: dict[str, tuple[int, int]] = {}
+    for f in path.rglob("*"):
+        rel = f.relative_to(path)
+        top = rel.parts[0]
+        if top.startswith("ragline_") or generations.is_generation(top):
+            continue
+        try:
+            st = f.stat()
+        except OSError:
+            continue
+        if f.is_file() and not f.name.endswith(".lock"):
+            out[str(rel)] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+def _recopy(src: Path, dst: Path, before: dict[str, tuple[int, int]]) -> None:
+    """Make ``dst`` equal to ``src`` now, with writes stopped: copy again every file that
+    is new or whose size or mtime changed since ``before`` (taken before the first copy;
+    writes after :func:`_presync` move the mtime, mmap writes included), and remove the
+    files that are gone. The files nobody wrote (the built segments) are not read twice."""
+    now = _stats(src)
+    changed = [rel for rel, st in now.items() if before.get(rel) != st]
+    for rel in set(before) - set(now):
+        (dst / rel).unlink(missing_ok=True)
+    if not changed:
+        return
+    res = subprocess.run(["cp", "-a", "--sparse=always", "--parents", *changed, str(dst)],
+                         cwd=src, capture_output=True, text=True, check=False,
+                         preexec_fn=_die_with_parent)
+    if res.returncode != 0:
+        raise StoreError(f"copying the shard for an index build failed: {res.stderr[-300:]}")
+
+
 def _presync(path: Path) -> None:
-    """Write the live generation's dirty pages back from here (``os.fsync`` runs
-    without the GIL, and outside the shard process), so that the flush that starts a
-    build -- Edge work that holds the GIL of the process serving that generation --
-    finds little left to write (dirty mmap pages are what its msync/fsync calls wait
-    for: a flush measured 6 ms clean and 175-560 ms after 2,000-20,000 writes)."""
+    """Write the live generation's dirty pages back (``os.fsync``, without the GIL, from
+    outside the process serving it). Written-back pages are write-protected again, so
+    the next write to them through Edge's memory maps updates the file's mtime, which
+    :func:`_recopy` relies on; and the copies then read clean pages."""
     for f in path.rglob("*"):
         try:
             if f.is_file() and not f.name.endswith(".lock"):
