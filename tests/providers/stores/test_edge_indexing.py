@@ -193,6 +193,55 @@ def test_searches_and_writes_during_a_build_stay_correct(tmp_path: Path) -> None
     reopened.close()
 
 
+def test_updates_and_deletes_during_builds_end_as_acknowledged(tmp_path: Path) -> None:
+    """The build copies the live generation without flushing it (the files written
+    during the copy are copied again under the write lock) and replays the journal:
+    documents overwritten or deleted while builds run end exactly as last written."""
+    store = _store(tmp_path, indexing_threshold_kb=1)
+    store.create_shard("k", DIM)
+    vecs, metas = _data(3000, seed=8)
+    _fill(store, vecs, metas)
+    want = {f"d{i}": (dict(metas[i]), vecs[i]) for i in range(3000)}
+    done = threading.Event()
+    rng = np.random.default_rng(9)
+
+    def writer() -> None:
+        k = 0
+        while not done.is_set():
+            k += 1
+            ids = [int(i) for i in rng.choice(3000, 50, replace=False)]
+            if k % 4 == 0:
+                store.delete_ids("k", "default", [f"d{i}" for i in ids])
+                for i in ids:
+                    want.pop(f"d{i}", None)
+                continue
+            new = rng.normal(size=(50, DIM)).astype(np.float32)
+            recs = [Record(f"d{i}", "t", {"cat": f"u{k}", "tier": k % 4}, new[j])
+                    for j, i in enumerate(ids)]
+            store.upsert("k", recs)
+            for r in recs:
+                want[r.id] = (dict(r.metadata), r.embedding)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        for _ in range(2):
+            assert store.build_index("k") is True
+    finally:
+        done.set()
+        t.join()
+    for s in (store, None):
+        s = s or _store(tmp_path)  # and after a restart
+        got = {r.id: r for r in s.get("k", "default", [f"d{i}" for i in range(3000)],
+                                      with_vectors=True)}
+        assert set(got) == set(want)
+        for i, (meta, vec) in want.items():
+            assert got[i].metadata == meta, i
+            assert got[i].embedding is not None
+            assert np.allclose(got[i].embedding, vec, atol=1e-3), i
+        s.close()
+
+
 _CHILD = r"""
 import sys, threading
 from pathlib import Path

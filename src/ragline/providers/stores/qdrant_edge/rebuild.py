@@ -107,7 +107,7 @@ def rebuild(store: QdrantEdgeStore, key: str, should_stop: Callable[[], bool]) -
         before = _stats(src)
         time.sleep(0.02)  # later writes get a later mtime (the kernel's clock is coarse)
         _presync(src)  # clean pages: the next mmap write to a file updates its mtime
-        _copy(src, dst)
+        _copy(src, dst, store.config.build_nice)
         t_copy = time.monotonic() - t0
         phases["recopy"] = time.monotonic()
         with sh.write_lock:  # writers wait while the files written meanwhile are re-copied
@@ -173,10 +173,10 @@ def rebuild(store: QdrantEdgeStore, key: str, should_stop: Callable[[], bool]) -
                 (discard or new.close)()
             shutil.rmtree(dst, ignore_errors=True)
     with sh.lock.exclusive():  # waits for searches still running on the old generation
-        sh.closed = True
-        t_close = phases["retire"] = time.monotonic()
-        sh.retire()  # a shard process is killed; in this process: Edge work under the GIL
-        t_close = time.monotonic() - t_close
+        sh.closed = True  # later callers of it move on to the successor
+    t_close = phases["retire"] = time.monotonic()
+    sh.retire()  # a shard process is killed; in this process: Edge work under the GIL
+    t_close = time.monotonic() - t_close
     hosted = store.config.shard_processes
     # what requests waited for: writers, the re-copy and the locked step; in-process every
     # request also waits for Edge's load, flush and close (they hold the GIL)
@@ -265,12 +265,17 @@ def _warm(path: Path) -> None:
             continue
 
 
-def _copy(src: Path, dst: Path) -> None:
-    """Copy without the GIL and without filling Edge's sparse preallocated files."""
+def _copy(src: Path, dst: Path, nice: int = 0) -> None:
+    """Copy without the GIL and without filling Edge's sparse preallocated files; niced
+    like the build process (searches keep the CPU they need)."""
     shutil.rmtree(dst, ignore_errors=True)
+
+    def setup() -> None:
+        _die_with_parent()
+        os.nice(nice)
+
     res = subprocess.run(["cp", "-a", "--sparse=always", str(src), str(dst)],
-                         capture_output=True, text=True, check=False,
-                         preexec_fn=_die_with_parent)
+                         capture_output=True, text=True, check=False, preexec_fn=setup)
     if res.returncode != 0:
         raise StoreError(f"copying the shard for an index build failed: {res.stderr[-300:]}")
     for lock in dst.rglob("*.lock"):  # never carry another process's lock markers
