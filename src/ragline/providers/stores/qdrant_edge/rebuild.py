@@ -190,30 +190,33 @@ def rebuild(store: QdrantEdgeStore, key: str, should_stop: Callable[[], bool]) -
     log.info("index build of %s: %s", key, store.last_build)
     if src == shard_dir:
         generations.remove_stale(shard_dir)  # a shard from before generations
-    else:
-        shutil.rmtree(src, ignore_errors=True)
+    else:  # by a process: a Python walk of the files holds the GIL between unlinks
+        subprocess.run(["rm", "-rf", "--", str(src)], capture_output=True, check=False)
     return True
 
 
-def _stats(path: Path) -> dict[str, tuple[int, int]]:
+def _stats(path: Path) -> dict[str, tuple[str, str]]:
     """(size, mtime) of every Edge file under ``path``, by relative path (in a shard
-    from before generations, ``path`` also holds ragline's files and the new copy)."""
-    out: dict[str, tuple[int, int]] = {}
-    for f in path.rglob("*"):
-        rel = f.relative_to(path)
-        top = rel.parts[0]
-        if top.startswith("ragline_") or generations.is_generation(top):
+    from before generations, ``path`` also holds ragline's files and the new copy).
+    Listed by ``find``: walking ~150 files in Python held the GIL for ~20 ms."""
+    res = subprocess.run(["find", ".", "-type", "f", "-printf", r"%s %T@ %P\0"], cwd=path,
+                         capture_output=True, check=False)
+    if res.returncode != 0:
+        raise StoreError("listing the shard's files for an index build failed")
+    out: dict[str, tuple[str, str]] = {}
+    for item in res.stdout.decode(errors="surrogateescape").split("\0"):
+        if not item:
             continue
-        try:
-            st = f.stat()
-        except OSError:
+        size, mtime, rel = item.split(" ", 2)
+        top = rel.split("/", 1)[0]
+        if top.startswith("ragline_") or generations.is_generation(top) \
+                or rel.endswith(".lock"):
             continue
-        if f.is_file() and not f.name.endswith(".lock"):
-            out[str(rel)] = (st.st_size, st.st_mtime_ns)
+        out[rel] = (size, mtime)
     return out
 
 
-def _recopy(src: Path, dst: Path, before: dict[str, tuple[int, int]]) -> None:
+def _recopy(src: Path, dst: Path, before: dict[str, tuple[str, str]]) -> None:
     """Make ``dst`` equal to ``src`` now, with writes stopped: copy again every file that
     is new or whose size or mtime changed since ``before`` (taken before the first copy;
     writes after :func:`_presync` move the mtime, mmap writes included), and remove the
@@ -232,20 +235,19 @@ def _recopy(src: Path, dst: Path, before: dict[str, tuple[int, int]]) -> None:
 
 
 def _presync(path: Path) -> None:
-    """Write the live generation's dirty pages back (``os.fsync``, without the GIL, from
-    outside the process serving it). Written-back pages are write-protected again, so
-    the next write to them through Edge's memory maps updates the file's mtime, which
-    :func:`_recopy` relies on; and the copies then read clean pages."""
-    for f in path.rglob("*"):
-        try:
-            if f.is_file() and not f.name.endswith(".lock"):
-                fd = os.open(f, os.O_RDONLY)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-        except OSError:
-            continue
+    """Write the live generation's dirty pages back (``fsync`` of each file by ``sync``,
+    a process of its own: no GIL, and not the process serving the generation).
+    Written-back pages are write-protected again, so the next write to them through
+    Edge's memory maps updates the file's mtime, which :func:`_recopy` relies on; and
+    the copies then read clean pages."""
+    for _ in range(3):  # again when a file was renamed or removed between find and sync
+        res = subprocess.run(
+            ["sh", "-c", "find . -type f ! -name '*.lock' -exec sync -- {} +"],
+            cwd=path, capture_output=True, check=False)
+        if res.returncode == 0:
+            return
+    # otherwise a file written during the copy could go unseen
+    raise StoreError("writing the shard's pages back for an index build failed")
 
 
 def _warm(path: Path) -> None:
