@@ -56,6 +56,8 @@ log = logging.getLogger(__name__)
 
 # journal entries left over after which the final replay runs under the write lock
 _FINAL_REPLAY = 4
+# replay rounds without the lock at most (each replays what was written during the last)
+_MAX_ROUNDS = 8
 # points per replayed upsert: in the server process Edge holds the GIL for an update
 # (21 ms per 1,000 points measured), so a request's batch is replayed in slices that keep
 # each hold short (a shard process replays in the same slices; its GIL is its own)
@@ -123,7 +125,7 @@ def rebuild(store: QdrantEdgeStore, key: str, should_stop: Callable[[], bool]) -
         # the GIL while it loads (payload indexes kept 'cold' make it mostly mmap)
         new = store._start_generation("open", dst, dim, should_stop)
         t_load = time.monotonic() - t_load
-        done = 0
+        done = rounds = 0
         flushed = False
         phases["replay"] = time.monotonic()
         while True:  # replay rounds without the lock: writes keep flowing
@@ -132,7 +134,9 @@ def rebuild(store: QdrantEdgeStore, key: str, should_stop: Callable[[], bool]) -
             pending = len(journal)
             if should_stop():
                 break
-            if pending - done <= _FINAL_REPLAY:
+            # writers as fast as the replay would never leave it a short tail: after
+            # _MAX_ROUNDS the rest is replayed under the write lock (writers wait for it)
+            if pending - done <= _FINAL_REPLAY or rounds >= _MAX_ROUNDS:
                 if flushed:
                     break
                 # flushed before the lock: the locked step is then a few journal entries
@@ -144,6 +148,7 @@ def rebuild(store: QdrantEdgeStore, key: str, should_stop: Callable[[], bool]) -
                 continue
             _replay(new, journal[done:pending])
             done = pending
+            rounds += 1
         if should_stop():
             raise StoreError("index build stopped")
         t_locked = phases["locked"] = time.monotonic()
