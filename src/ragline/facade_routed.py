@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
+from ragline.errors import ServiceUnavailable
 from ragline.providers.stores.base import VectorStore
 from ragline.services.embedders import EmbedderPool
 from ragline.settings import Settings
@@ -80,21 +81,38 @@ F = TypeVar("F", bound=Startable)
 
 class RoutedFacades(Generic[F]):
     """One started facade per store connection, built on first use, closed on
-    :meth:`drop` (the connection was deleted) or :meth:`close` (the server stops)."""
+    :meth:`drop` (the connection was deleted) or :meth:`close` (the server stops).
+
+    A facade starts under a lock of its connection only: a slow or unreachable store
+    delays the first requests to that connection, not those to the others."""
 
     def __init__(self, build: Callable[[str], F]) -> None:
         self._build = build
         self._facades: dict[str, F] = {}
+        self._starting: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
+        self._generation = 0  # bumped by close(): a facade started across it is not kept
 
     def get(self, cid: str) -> F:
-        with self._lock:  # one start per connection, even for concurrent first requests
+        with self._lock:
             facade = self._facades.get(cid)
-            if facade is None:
-                facade = self._build(cid)
-                facade.start()
-                self._facades[cid] = facade
-            return facade
+            if facade is not None:
+                return facade
+            starting = self._starting.setdefault(cid, threading.Lock())
+            generation = self._generation
+        with starting:  # one start per connection, even for concurrent first requests
+            with self._lock:
+                facade = self._facades.get(cid)
+            if facade is not None:
+                return facade
+            facade = self._build(cid)
+            facade.start()
+            with self._lock:
+                if generation == self._generation:
+                    self._facades[cid] = facade
+                    return facade
+            facade.close()
+            raise ServiceUnavailable("the server is shutting down")
 
     def drop(self, cid: str) -> None:
         with self._lock:
@@ -105,5 +123,6 @@ class RoutedFacades(Generic[F]):
     def close(self) -> None:
         with self._lock:
             facades, self._facades = list(self._facades.values()), {}
+            self._generation += 1
         for facade in facades:
             facade.close()
