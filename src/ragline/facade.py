@@ -537,6 +537,8 @@ class Ragline(AnswersMixin):
         if ids is None and node is None:
             raise InvalidInput("Give 'ids' or a non-empty 'where' to choose the documents "
                                "to delete")
+        if node is not None:
+            self.services.collections.require("metadata_filtering", "delete by metadata")
         # ingested sources whose chunks it removes stop being "unchanged" (issue 12)
         return self.services.sources.delete_documents(collection, caller.tenant, ids, node)
 

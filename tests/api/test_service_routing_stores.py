@@ -351,3 +351,53 @@ def test_connection_schema_names_are_unique_and_short() -> None:
     assert len(names) == 4
     long = connection_schema("x" * 40, "y" * 64)
     assert len(long) <= 63 and long.startswith("x" * 40 + "_c_")
+
+
+def test_a_store_says_what_it_cannot_do(tmp_path: Path) -> None:
+    """A plugin store with fewer capabilities, as a second store (an embedded Qdrant Edge
+    directory that claims only 'collections'): each operation that needs more is a 400
+    naming the capability, while what it can do works."""
+    from ragline.providers.registry import registry
+    from ragline.providers.stores.qdrant_edge.provider import QdrantEdgeStore
+
+    class BareStore(QdrantEdgeStore):
+        CAPABILITIES = ["collections", "persistence"]
+
+    registry.register("stores", "bare", BareStore)
+    try:
+        settings = fake_settings(tmp_path, auth="off", connections={
+            "bare": {"provider": "bare", "options": {"path": str(tmp_path / "bare")}}})
+        rl, client = start(settings)
+        try:
+            def call(method: str, path: str, **kw: Any) -> Any:
+                return client.request(method, path, params={"service": "bare",
+                                                            **kw.pop("params", {})}, **kw)
+
+            assert call("POST", "/api/collections", json={"name": "c"}).status_code == 201
+            assert call("POST", "/api/collections/c/documents",
+                        json=docs("a", "b")).status_code == 200
+            assert call("GET", "/api/collections/c/documents/a").json()["id"] == "a"
+            refused = {
+                "search": call("POST", "/api/collections/c/search",
+                               json={"embedding": V["a"], "mode": "dense"}),
+                "facets": call("GET", "/api/collections/c/metadata-values",
+                               params={"field": "letter"}),
+                "metadata_filtering": call("GET", "/api/collections/c/documents",
+                                           params={"where": '{"letter": "a"}'}),
+            }
+            for capability, r in refused.items():
+                assert r.status_code == 400, (capability, r.text)
+                assert f"no capability '{capability}'" in r.json()["detail"]
+            delete = call("DELETE", "/api/collections/c/documents",
+                          json={"where": {"letter": "a"}})
+            assert delete.status_code == 400 and "metadata_filtering" in delete.text
+            assert call("GET", "/api/collections/c").json()["count"] == 2  # nothing deleted
+            # the same operations on the local store (all capabilities) work
+            client.post("/collections", json={"name": "c"})
+            client.post("/collections/c/documents", json=docs("a", "b"))
+            assert client.get("/collections/c/metadata-values",
+                              params={"field": "letter"}).status_code == 200
+        finally:
+            stop(rl, client)
+    finally:
+        registry.unregister("stores", "bare")
