@@ -34,8 +34,10 @@ from fastapi.responses import Response
 from ragline.api.deps import SERVED_BY, Caller
 from ragline.facade import Forwarded, Outgoing, Ragline
 
-SERVICE_HELP = ("A connection id (GET /api/connections): the request is served by that "
-                "service and its answer returned unchanged; absent or 'local': this server.")
+SERVICE_HELP = ("A connection id (GET /api/connections): another ragline server gets the "
+                "request passed through and its answer is returned unchanged; a store "
+                "connection (pgvector, Qdrant, Chroma) is served by this server on that "
+                "store; absent or 'local': this server's own store.")
 
 
 class PassThrough(Exception):
