@@ -307,15 +307,13 @@ def test_a_connection_added_over_the_api_is_routed_to(kind: str, request: pytest
 
 def test_with_the_postgres_catalog_a_connection_has_a_schema_of_its_own(
         kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
-    if kind == "chroma":
-        pytest.skip("an embedded store with a shared catalog is refused at start already")
     dsn = request.getfixturevalue("postgres_dsn")
     base = f"cat_{uuid.uuid4().hex[:8]}"
     settings = fake_settings(
         tmp_path, catalog="postgres", catalog_options={"dsn": dsn, "db_schema": base},
         store="pgvector", store_options={"dsn": dsn, "db_schema": f"{base}_v"},
         connections={"second": connection(kind, request, tmp_path)})
-    if kind == "chroma-server":  # processes share the catalog; Chroma is not "shared"
+    if kind != "pgvector":  # processes share the catalog; Chroma is not "shared"
         rl, client = start(settings)
         try:
             r = client.get("/api/collections", params={"service": "second"})
