@@ -277,6 +277,8 @@ def test_collections_survive_a_restart(kind: str, request: pytest.FixtureRequest
     assert (tmp_path / "data" / "connections" / "second" / "catalog.sqlite3").is_file()
     rl, client = start(settings)
     try:
+        listed = client.get("/api/collections", params={"service": "second"}).json()
+        assert [c["name"] for c in listed["collections"]] == ["kept"]
         got = client.get("/api/collections/kept", params={"service": "second"}).json()
         assert got["metadata"] == {"n": 1} and got["count"] == 2
         assert client.get("/api/collections/kept").status_code == 404  # still not local
