@@ -310,7 +310,8 @@ class Ragline(AnswersMixin):
     def _connection_facade(self, cid: str) -> Ragline:
         """The (unstarted) facade serving store connection ``cid``: facade_routed.py."""
         sv = self.services
-        facade = Ragline(connection_settings(self.settings, cid), llm=self._llm)
+        provider = sv.connections.get(cid).provider
+        facade = Ragline(connection_settings(self.settings, cid, provider), llm=self._llm)
         facade._borrowed = Borrowed(cid, sv.connections.instance(cid), sv.embedders,
                                     self._reranker)
         return facade

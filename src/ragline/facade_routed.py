@@ -48,12 +48,13 @@ class Borrowed:
     reranker: Callable[[], Any | None]
 
 
-def connection_settings(settings: Settings, cid: str) -> Settings:
-    """The server's settings for the facade of connection ``cid``: its own catalog (a
-    directory or a PostgreSQL schema), no connections of its own."""
+def connection_settings(settings: Settings, cid: str, provider: str) -> Settings:
+    """The server's settings for the facade of connection ``cid`` (whose store provider
+    is ``provider``): its own catalog (a directory or a PostgreSQL schema), no
+    connections of its own; everything else (limits, embedders, search) as the server's."""
     update: dict[str, Any] = {
         "data_dir": settings.data_dir / CONNECTIONS_DIR / cid,
-        "connections": {}, "store_options": {},
+        "store": provider, "store_options": {}, "connections": {},
     }
     if settings.catalog == "postgres":
         update["catalog_options"] = settings.catalog_options.model_copy(
