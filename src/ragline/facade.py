@@ -264,8 +264,10 @@ class Ragline(AnswersMixin):
             webhook=WebhookService(s, ingestion.submit, tables.deliveries),
             auth=AuthService(s, tables.keys),
             backups=BackupService(tables.sqlite, store) if tables.sqlite is not None else None,
-            operations=OperationsService(s.data_dir, store, collections, embedders, retrieval,
-                                         self._reranker, disk, indexing),
+            operations=OperationsService(
+                s.data_dir, store, collections, embedders, retrieval, self._reranker, disk,
+                indexing, catalog={"backend": tables.backend,
+                                   "schema_version": tables.schema_version}),
             reranker=reranker, indexing=indexing,
             answers=build_answers(s, tables.conversations, collections, embedders, search,
                                   self._llm),
@@ -698,6 +700,14 @@ class Ragline(AnswersMixin):
     # -- operations --------------------------------------------------------------------
     def health(self) -> dict[str, Any]:
         return self.services.operations.health()
+
+    @staticmethod
+    def format_versions() -> dict[str, int]:
+        """The data-directory format and the catalog schema version this code writes."""
+        from ragline.catalog.schema_version import SCHEMA_VERSION
+        from ragline.datadir import FORMAT_VERSION
+
+        return {"data_format_version": FORMAT_VERSION, "catalog_schema_version": SCHEMA_VERSION}
 
     def info(self, caller: Principal) -> dict[str, Any]:
         return self.services.operations.info(caller.tenant,
