@@ -149,10 +149,11 @@ def test_worker_needs_the_shared_queue_and_a_shared_store(tmp_path: Path, dsn: s
         Ragline(embedded).start()
 
 
-def test_backups_point_to_postgres_tools(pair: tuple[Ragline, Ragline], tmp_path: Path) -> None:
-    a, _ = pair
-    with pytest.raises(InvalidInput, match="pg_dump"):
-        a.backup(a.owner(), tmp_path / "bk")
+def test_backup_archives_point_to_ragline_backup(pair: tuple[Ragline, Ragline],
+                                                 tmp_path: Path) -> None:
+    a, _ = pair  # POST /admin/backup packs a data directory; there is none here
+    with pytest.raises(InvalidInput, match="ragline backup DEST"):
+        a.backup_archive(a.owner(), tmp_path / "bk")
 
 
 def test_a_database_at_the_previous_version_gets_v3_and_keeps_its_jobs(dsn: str) -> None:

@@ -22,6 +22,7 @@ from ragline.catalog.ingest_state import IngestState, JobTable
 from ragline.catalog.keys import KeyTable
 from ragline.catalog.sqlite import Catalog
 from ragline.catalog.tables import (
+    CatalogRows,
     CollectionCatalog,
     ConnectionRows,
     ConversationRows,
@@ -53,6 +54,7 @@ class CatalogTables:
     schema_version: int  # what the database is at after migrating (schema_version.py)
     sqlite: Catalog | None = None  # the embedded catalog (backups copy it); None if shared
     queue: JobQueue | None = None  # the shared job queue; None: jobs run in-process
+    rows: CatalogRows | None = None  # a shared catalog's rows as JSON (backup, restore)
 
 
 def open_catalog(settings: Settings) -> CatalogTables:
@@ -81,6 +83,7 @@ def _open_postgres(settings: Settings) -> CatalogTables:
         from ragline.catalog.pg_catalog import PgCatalog
         from ragline.catalog.pg_ingest import PgIngestState, PgJobTable
         from ragline.catalog.pg_queue import JobQueue
+        from ragline.catalog.pg_rows import PgCatalogRows
     except ImportError as exc:
         raise ConfigError("catalog 'postgres' needs the postgres extra: "
                           "pip install 'ragline[postgres]'") from exc
@@ -106,4 +109,5 @@ def _open_postgres(settings: Settings) -> CatalogTables:
         keys=PgKeyTable(pool, o.db_schema), conversations=PgConversationTable(pool, o.db_schema),
         deliveries=PgDeliveries(pool, o.db_schema),
         connections=PgConnectionTable(pool, o.db_schema), close=pool.close,
-        backend="postgres", schema_version=catalog.schema_version, queue=queue)
+        backend="postgres", schema_version=catalog.schema_version, queue=queue,
+        rows=PgCatalogRows(pool, o.db_schema))
