@@ -322,10 +322,10 @@ def test_real_responses_match_their_declared_schemas(
     call("get", "/api/providers/openai/schema", 200, params={"kind": "llms"})
     call("get", "/api/providers/nope/schema", 404)
     # named connections (a ragline server nobody runs: health says down, nothing fails)
-    gone = {"provider": "ragline-http",
+    gone = {"provider": "ragline-remote",
             "options": {"base_url": "http://127.0.0.1:9", "api_key": "k", "timeout": 1}}
     call("post", "/api/connections/test", 200, json=gone)
-    call("post", "/api/connections/test", 400, json={"provider": "ragline-http",
+    call("post", "/api/connections/test", 400, json={"provider": "ragline-remote",
                                                       "options": {}})
     call("post", "/api/connections", 201, json={"id": "staging", **gone})
     call("get", "/api/connections", 200)
