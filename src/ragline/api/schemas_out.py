@@ -484,6 +484,12 @@ class InfoCollection(BaseModel):
     embedding_model: str | None
 
 
+class InfoCatalog(BaseModel):
+    backend: Literal["sqlite", "postgres"]
+    schema_version: int = Field(description="The version the catalog's database is at "
+                                "(one numbering for both backends; docs/scaling.md).")
+
+
 class InfoOut(BaseModel):
     version: str
     collections: list[InfoCollection]
@@ -497,9 +503,8 @@ class InfoOut(BaseModel):
         None, description="Background index builds of the embedded store (null for stores "
         "without them): enabled, builds, failures, building, pending, last_swap_stall_ms, "
         "last_build (step timings in seconds).")
-    catalog: dict[str, Any] | None = Field(
-        None, description="The catalog: backend (sqlite or postgres) and the schema version "
-        "its database is at (shared by both backends; docs/scaling.md).")
+    catalog: InfoCatalog | None = Field(None, description="The catalog's backend and schema "
+                                        "version.")
 
     model_config = _example({
         "version": "0.1.0",

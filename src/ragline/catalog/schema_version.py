@@ -73,10 +73,6 @@ TABLES: Final[dict[str, tuple[str, ...]]] = {
 """Every table of the catalog at :data:`SCHEMA_VERSION`, with its columns in order."""
 
 
-def step(number: int) -> Step:
-    return STEPS[number - 1]
-
-
 def pending(found: int, target: int | None = None) -> list[Step]:
     """The steps that bring a database at version ``found`` to ``target`` (default: the
     latest), in order."""
