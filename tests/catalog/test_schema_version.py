@@ -147,6 +147,21 @@ def test_an_empty_sqlite_catalog_gets_every_step_and_the_logical_schema(tmp_path
     assert recorded(tmp_path / "catalog.sqlite3") == list(range(1, SCHEMA_VERSION + 1))
 
 
+def test_catalogs_opened_at_once_on_a_new_file_migrate_it_once(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    path = tmp_path / "catalog.sqlite3"
+
+    def open_close(_: int) -> int:
+        catalog = Catalog(path)
+        catalog.close()
+        return catalog.schema_version
+
+    with ThreadPoolExecutor(4) as ex:
+        assert set(ex.map(open_close, range(4))) == {SCHEMA_VERSION}
+    assert recorded(path) == list(range(1, SCHEMA_VERSION + 1))  # each step once
+
+
 def test_sqlite_and_postgres_have_the_same_version_tables_and_columns(tmp_path: Path,
                                                                       dsn: str) -> None:
     from ragline.catalog.backends import open_catalog
