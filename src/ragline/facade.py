@@ -55,6 +55,7 @@ from ragline.services.auth import AuthService
 from ragline.services.backup import BackupService
 from ragline.services.backup import restore as _restore
 from ragline.services.backup import unpack_archive as _unpack_archive
+from ragline.services.catalog_backup import CatalogBackupService
 from ragline.services.collections import MSG_NOT_EXIST, CollectionService
 from ragline.services.connections import ConnectionService
 from ragline.services.context import ContextService
@@ -280,8 +281,10 @@ class Ragline(AnswersMixin):
             webhook=WebhookService(s, ingestion.submit, tables.deliveries),
             auth=AuthService(s, tables.keys),
             backups=BackupService(tables.sqlite, store) if tables.sqlite is not None else None,
-            operations=OperationsService(s.data_dir, store, collections, embedders, retrieval,
-                                         self._reranker, disk, indexing),
+            operations=OperationsService(
+                s.data_dir, store, collections, embedders, retrieval, self._reranker, disk,
+                indexing, catalog={"backend": tables.backend,
+                                   "schema_version": tables.schema_version}),
             reranker=reranker, indexing=indexing,
             answers=build_answers(s, tables.conversations, collections, embedders, search,
                                   self._llm),
@@ -473,9 +476,27 @@ class Ragline(AnswersMixin):
     # -- backups -----------------------------------------------------------------------
     def backup(self, caller: Principal, dest: Path) -> dict[str, Any]:
         """Consistent online snapshot of catalog and shards into ``dest`` (absent or empty);
-        writes wait for the copy, searches do not (ragline.services.backup)."""
+        writes wait for the copy, searches do not (ragline.services.backup). With a shared
+        catalog: its rows as JSON and every collection in the export format
+        (ragline.services.catalog_backup)."""
         self._admin(caller, "take backups")
+        if self.services.backups is None and self.services.tables.rows is not None:
+            return self._catalog_backups().backup(dest)
         return self._backups().backup(dest)
+
+    def restore_catalog(self, caller: Principal, src: Path) -> dict[str, Any]:
+        """Restore a backup of a shared catalog (``backup`` above) into this setup, whose
+        catalog must be empty (a data-directory backup: :func:`restore_backup`)."""
+        self._admin(caller, "restore backups")
+        return self._catalog_backups().restore(src)
+
+    def _catalog_backups(self) -> CatalogBackupService:
+        rows = self.services.tables.rows
+        if rows is None:
+            raise InvalidInput("The embedded catalog is restored as a data directory: "
+                               "`ragline restore SRC --data-dir DIR`")
+        return CatalogBackupService(rows, self.services.collections, self._transfer(),
+                                    self.services.tables.backend)
 
     def backup_archive(self, caller: Principal, workdir: Path) -> Path:
         """The same snapshot as one .tar.gz under ``workdir`` (``POST /admin/backup``)."""
@@ -504,9 +525,10 @@ class Ragline(AnswersMixin):
     def _backups(self) -> BackupService:
         backups = self.services.backups
         if backups is None:
-            raise InvalidInput("With catalog 'postgres' there is no data directory to back "
-                               "up: back up PostgreSQL (pg_dump) and the store with their own "
-                               "tools, or use `ragline export` (docs/scaling.md)")
+            raise InvalidInput("With catalog 'postgres' there is no data directory to pack: "
+                               "run `ragline backup DEST` on that setup (catalog rows and "
+                               "collections as JSON), or pg_dump and the store's own backups "
+                               "(docs/scaling.md)")
         return backups
 
     # -- documents ---------------------------------------------------------------------
@@ -730,6 +752,14 @@ class Ragline(AnswersMixin):
     # -- operations --------------------------------------------------------------------
     def health(self) -> dict[str, Any]:
         return self.services.operations.health()
+
+    @staticmethod
+    def format_versions() -> dict[str, int]:
+        """The data-directory format and the catalog schema version this code writes."""
+        from ragline.catalog.schema_version import SCHEMA_VERSION
+        from ragline.datadir import FORMAT_VERSION
+
+        return {"data_format_version": FORMAT_VERSION, "catalog_schema_version": SCHEMA_VERSION}
 
     def info(self, caller: Principal) -> dict[str, Any]:
         return self.services.operations.info(caller.tenant,
