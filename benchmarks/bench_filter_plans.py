@@ -80,7 +80,8 @@ class Ticker:
 
 
 def build(path: Path, data: Data, memory: str) -> QdrantEdgeStore:
-    store = QdrantEdgeStore(QdrantEdgeConfig(path=path, index_memory=memory))  # type: ignore[arg-type]
+    store = QdrantEdgeStore(QdrantEdgeConfig(path=path, index_memory=memory,  # type: ignore[arg-type]
+                                             shard_processes=False))  # reads sh.shard
     store.create_shard("k", DIM)
     t = time.perf_counter()
     for lo in range(0, data.size, 1000):
@@ -138,7 +139,8 @@ def main() -> None:
                   f"{statistics.median(x[2] for x in xs):.0f} |")
         out["load"] = loads
         # -- plans, on both placements, interleaved per query
-        stores = {m: QdrantEdgeStore(QdrantEdgeConfig(path=work / m, index_memory=m))  # type: ignore[arg-type]
+        stores = {m: QdrantEdgeStore(QdrantEdgeConfig(  # type: ignore[arg-type]
+            path=work / m, index_memory=m, shard_processes=False))  # reads sh.shard
                   for m in stores}
         for store in stores.values():
             store.index_status("k")  # opens the shard

@@ -30,7 +30,9 @@ def main() -> None:
     ap.add_argument("--split", default="train")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    rl = Ragline(Settings(data_dir=Path(args.data_dir))).start()
+    # Edge in this process: the sweep reads the EdgeShard itself
+    rl = Ragline(Settings(data_dir=Path(args.data_dir),
+                          store_options={"shard_processes": False})).start()
     data = b.load(Path(args.dataset), split=args.split)
     info = rl.services.collections.get(args.collection)
     assert info.embedding_provider

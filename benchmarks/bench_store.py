@@ -527,7 +527,8 @@ def probe_sweep(
 
 
 def measure_empty(root: Path, d: Data, n_empty: int, dim: int) -> dict[str, Any]:
-    store = QdrantEdgeStore(QdrantEdgeConfig(path=root / "shards"))
+    # Edge in this process: the benchmark reads the EdgeShard itself (sh.shard)
+    store = QdrantEdgeStore(QdrantEdgeConfig(path=root / "shards", shard_processes=False))
     catalog = Catalog(root / "catalog.sqlite")
     cs = CollectionService(catalog, store)
     out: dict[str, Any] = {"docs": n_empty, "loadavg_start": loadavg()}
@@ -776,7 +777,8 @@ def main() -> None:
 
     store = QdrantEdgeStore(
         QdrantEdgeConfig(
-            path=work / "store", hnsw_ef=args.hnsw_ef, exact_search_max_matches=args.exact_max
+            path=work / "store", hnsw_ef=args.hnsw_ef, exact_search_max_matches=args.exact_max,
+            shard_processes=False,  # the benchmark reads the EdgeShard itself (sh.shard)
         )
     )
     if args.reuse:
