@@ -20,6 +20,7 @@ SIGKILLed server leaves no process holding a shard's WAL lock).
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import multiprocessing
@@ -173,6 +174,10 @@ class ShardProcess:
         is being deleted (a replaced one), where a close would only flush files that go."""
         self.dead = True
         self._drop_pool()
+        pid = self.pid()
+        if pid is not None:  # its exit (freeing all its memory) at the lowest priority
+            with contextlib.suppress(OSError):
+                os.setpriority(os.PRIO_PROCESS, pid, 19)
         _kill(self.proc)
         self.control.close()
 

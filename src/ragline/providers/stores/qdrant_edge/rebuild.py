@@ -196,7 +196,8 @@ def rebuild(store: QdrantEdgeStore, key: str, should_stop: Callable[[], bool]) -
     if src == shard_dir:
         generations.remove_stale(shard_dir)  # a shard from before generations
     else:  # by a process: a Python walk of the files holds the GIL between unlinks
-        subprocess.run(["rm", "-rf", "--", str(src)], capture_output=True, check=False)
+        subprocess.run(["rm", "-rf", "--", str(src)], capture_output=True, check=False,
+                       preexec_fn=lambda: os.nice(19))
     return True
 
 
