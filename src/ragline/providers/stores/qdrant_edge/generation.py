@@ -154,6 +154,16 @@ class Generation:
     def flush(self) -> None:
         self.shard.flush()
 
+    def warm(self, dim: int) -> None:
+        """A few searches before the generation goes live, so that the first requests do
+        not pay for what Edge and the page cache set up on first use (measured: the first
+        searches after a swap waited 18-57 ms at 100k points, later ones 3 ms)."""
+        rng = np.random.default_rng()
+        for _ in range(4):
+            vec = rng.normal(size=dim).astype(np.float32).tolist()
+            self.shard.query(q.QueryRequest(query=q.Query.Nearest(vec, using=VECTOR),
+                                            limit=10, with_payload=True))
+
     def optimize(self) -> bool:
         return bool(self.shard.optimize())
 

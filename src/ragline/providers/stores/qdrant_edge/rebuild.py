@@ -144,6 +144,7 @@ def rebuild(store: QdrantEdgeStore, key: str, should_stop: Callable[[], bool]) -
                 t_flush = phases["new_flush"] = time.monotonic()
                 new.flush()
                 t_flush = time.monotonic() - t_flush
+                new.warm(dim)
                 flushed = True
                 continue
             _replay(new, journal[done:pending])
