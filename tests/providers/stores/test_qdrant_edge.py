@@ -115,3 +115,26 @@ def test_disk_usage_ignores_files_that_vanish_while_counting(
     monkeypatch.setattr(os, "stat", stat)
     assert provider.disk_usage(tmp_path) == real_stat(tmp_path / "seg" / "kept").st_blocks * 512
     assert provider.disk_usage(tmp_path / "missing") == 0
+
+
+def test_a_shard_process_serves_the_shard_and_its_errors_keep_their_type(
+        tmp_path: Path) -> None:
+    """With shard processes (the default) Edge runs in a process of its own; errors raised
+    there reach the caller as the same exceptions, and the process ends with the store."""
+    import os
+
+    from ragline.core.filters import Eq
+    from ragline.errors import FilterError
+    from ragline.testing.store_conformance import DIM, rec
+
+    store = QdrantEdgeStore(QdrantEdgeConfig(path=tmp_path))
+    store.create_shard("k", DIM)
+    store.upsert("k", [rec(1, {"x": 1})])
+    pid = store._shards["k"].gen.process.pid()
+    assert pid is not None and pid != os.getpid()
+    assert store.count("k", "default", Eq("x", 1)) == 1
+    with pytest.raises(FilterError):
+        store.count("k", "default", Eq('bad"key', 1))
+    store.close()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)

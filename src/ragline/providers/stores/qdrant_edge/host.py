@@ -36,7 +36,7 @@ from multiprocessing.context import set_spawning_popen
 from pathlib import Path
 from typing import Any
 
-from ragline.errors import RaglineError, StoreError
+from ragline.errors import StoreError
 from ragline.providers.stores.qdrant_edge.generation import Generation, SearchConfig
 
 log = logging.getLogger(__name__)
@@ -321,11 +321,13 @@ def _serve(conn: Connection, gen: Generation) -> None:
 
 
 def _portable(exc: Exception) -> Any:
-    """The exception itself when it survives pickling (ragline's errors), else its text."""
-    if isinstance(exc, RaglineError):
-        try:
-            pickle.loads(pickle.dumps(exc))
+    """The exception itself when it survives pickling (ragline's errors, Edge's and the
+    built-in ones: the caller sees what it saw with Edge in its own process), else its
+    text (raised there as :class:`StoreError`)."""
+    try:
+        back = pickle.loads(pickle.dumps(exc))
+        if type(back) is type(exc):
             return exc
-        except Exception:
-            pass
+    except Exception:
+        pass
     return f"{type(exc).__name__}: {exc}"
