@@ -153,6 +153,7 @@ class RequestGuard:
     def __init__(self, app: ASGIApp, config: GuardConfig) -> None:
         self.app = app
         self.cfg = config
+        self._large_in_flight = 0  # large JSON bodies being served (event loop only)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -245,9 +246,17 @@ class RequestGuard:
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
-        await self.app(scope, replay, send)
+        large = len(body) >= TRIM_AFTER_BYTES
+        self._large_in_flight += large
+        try:
+            await self.app(scope, replay, send)
+        finally:
+            self._large_in_flight -= large
         scope.pop(PARSED_JSON, None)  # a route that did not take it: free it before a trim
-        if len(body) >= TRIM_AFTER_BYTES:
+        # the last large body out trims: under a stream of bulk writes a trim per request
+        # (~10 ms walking the arenas, then the next request faulting its pages back in)
+        # only handed memory back that the request in flight was about to take again
+        if large and not self._large_in_flight:
             del body
             await anyio.to_thread.run_sync(release_freed_memory)
 
