@@ -118,3 +118,57 @@ def test_jobs_and_shard_loads_are_followed_by_a_trim(tmp_path: Path,
     with Ragline(settings) as rl:  # a new process: the shard is loaded from disk
         assert rl.get_document(rl.owner(), "c", "a").text == "a"
     assert trims == ["shard"]
+
+
+def test_concurrent_large_bodies_trim_once_when_the_last_one_ends(trims: list[str]) -> None:
+    """Under a stream of bulk writes a trim per request only returned pages the request
+    in flight was about to fault back in (issue 18): the last large body out trims."""
+    import anyio
+
+    from ragline.api.middleware import GuardConfig, RequestGuard
+
+    big = json.dumps({"documents": [{"text": "x" * TRIM_AFTER_BYTES}]}).encode()
+    started, release = anyio.Event(), anyio.Event()
+    order: list[str] = []
+
+    async def app(scope: dict, receive: object, send: object) -> None:  # type: ignore[type-arg]
+        order.append(f"in {scope['path']}")
+        if scope["path"] == "/first":
+            started.set()
+            await release.wait()
+        elif scope["path"] == "/second":
+            await started.wait()
+            assert trims == []  # the first one is still in flight
+            release.set()
+        order.append(f"out {scope['path']}")
+
+    guard = RequestGuard(app, GuardConfig())  # type: ignore[arg-type]
+
+    async def call(path: str) -> None:
+        sent = [False]
+
+        async def receive() -> dict:  # type: ignore[type-arg]
+            if not sent[0]:
+                sent[0] = True
+                return {"type": "http.request", "body": big, "more_body": False}
+            await anyio.sleep_forever()
+            raise AssertionError
+
+        async def send(message: dict) -> None:  # type: ignore[type-arg]
+            pass
+
+        scope = {"type": "http", "method": "POST", "path": path, "headers": [
+            (b"host", b"localhost"), (b"content-type", b"application/json"),
+            (b"x-api-key", b"k")]}
+        await guard(scope, receive, send)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call, "/first")
+            tg.start_soon(call, "/second")
+
+    anyio.run(main)
+    assert sorted(order) == ["in /first", "in /second", "out /first", "out /second"]
+    assert trims == ["api"]  # one trim, by whichever finished last
+    anyio.run(call, "/alone")
+    assert trims == ["api", "api"]
