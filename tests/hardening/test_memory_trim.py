@@ -9,6 +9,7 @@ import ctypes.util
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -154,7 +155,7 @@ def test_concurrent_large_bodies_trim_once_when_the_last_one_ends(trims: list[st
             await anyio.sleep_forever()
             raise AssertionError
 
-        async def send(message: dict) -> None:  # type: ignore[type-arg]
+        async def send(message: Any) -> None:
             pass
 
         scope = {"type": "http", "method": "POST", "path": path, "headers": [
