@@ -157,7 +157,8 @@ def report(args: argparse.Namespace, rates: dict[str, list[float]],
            else f"batches of 1,000, {args.conns} connections")
     print(f"\n{args.rounds} rounds of {args.docs:,} documents ({how}), "
           f"load {load[0]:.1f} -> {load[1]:.1f}\n")
-    print("| server | docs/s per round | median docs/s | server CPU ms per 1,000 docs "
+    who = "process" if args.library else "server"
+    print(f"| {who} | docs/s per round | median docs/s | {who} CPU ms per 1,000 docs "
           "(median) |\n|---|---|---:|---:|")
     for k, v in rates.items():
         print(f"| {k} | {', '.join(f'{x:,.0f}' for x in v)} | {med[k]:,.0f} | {cmed[k]:.0f} |")
