@@ -51,7 +51,8 @@ def _context() -> Any:
     with _CTX_LOCK:
         if _CTX is None:
             ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(["qdrant_edge", __name__])
+            ctx.set_forkserver_preload(["qdrant_edge", __name__,
+                                        "ragline.providers.stores.qdrant_edge.provider"])
             _CTX = ctx
         return _CTX
 

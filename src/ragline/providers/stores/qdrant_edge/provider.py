@@ -378,16 +378,22 @@ class QdrantEdgeStore:
         if not self.has_shard(key):
             raise StoreError(f"shard {key} does not exist")
         # one matrix for the whole batch: norms in one numpy call; the generation makes
-        # Edge's points (in its shard process when there is one)
+        # Edge's points from the rows as Python lists (q.Point from numpy rows measured
+        # 104 ms per 1,000 384-d points with payloads, from lists 43 ms + 11 ms of tolist).
+        # In this process the lists the caller sent are used as they are (``values``:
+        # validated to round to these float32 rows, which is what Edge stores); a shard
+        # process gets the float32 matrix (pickled in one piece; its tolist() is its own)
         mat = np.asarray([r.embedding for r in records], dtype=np.float32)
         norms = np.linalg.norm(mat, axis=1).tolist()
+        given = [r.values for r in records]
+        rows: Any = mat if self.config.shard_processes or None in given else given
         ids = [point_id(r.tenant, r.id) for r in records]
         payloads = [point_payload(r.id, r.text, r.tenant, r.metadata, norm)
                     for r, norm in zip(records, norms, strict=True)]
         with self._writing(key) as sh:
             to_index, to_drop = sh.fields.observe([r.metadata for r in records])
             ops: list[WriteOp] = [("delete_index", _index_path(f, kind)) for f, kind in to_drop]
-            ops.append(("upsert", ids, mat, payloads))
+            ops.append(("upsert", ids, rows, payloads))
             ops += [("create_index", _index_path(f, kind), kind)
                     for f, kind in to_index.items()]
             sh.write(ops)
