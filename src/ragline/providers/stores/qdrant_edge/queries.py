@@ -7,7 +7,8 @@ Kept apart from the provider so that single searches and batches
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 import qdrant_edge as q
@@ -20,43 +21,51 @@ TEXT = "text"
 
 
 def linked_fields_only(where: Node | None, linked: frozenset[str]) -> bool:
-    """True when ``where`` is one value of a field with per-value HNSW links (or an AND
-    of such), the shape whose graph walk keeps its recall (``linked`` holds metadata
-    field names). Not ``$in``/OR: measured at 100k, ``cat $in`` 3 values (15 %) walked
-    the graph at recall@10 0.698 — the union of several values' links is not connected
-    like one value's; nor ranges and negations, which no single value's links cover."""
+    """True when ``where`` is one string value of a field with per-value HNSW links that
+    keep a walk's recall (or an AND of such): the shape walked through the graph whatever
+    its match count. ``linked`` holds metadata field names (keyword fields only, see
+    ``QdrantEdgeStore._linked``). Not ``$in``/OR: measured at 100k, ``cat $in`` 3 values
+    (15 %) walked the graph at recall@10 0.698-0.709 — the union of several values'
+    links is not connected like one value's; nor ranges and negations, which no single
+    value's links cover."""
     if where is None:
         return True
     if isinstance(where, Eq):
-        return where.field in linked and not isinstance(where.value, bool)
+        return where.field in linked and isinstance(where.value, str)
     if isinstance(where, In):
-        return len(where.values) == 1 and where.field in linked
+        return (len(where.values) == 1 and where.field in linked
+                and isinstance(where.values[0], str))
     if isinstance(where, And):
         return all(linked_fields_only(c, linked) for c in where.children)
     return False
 
 
-COUNT_GUARD = 1000
-"""The largest search limit: a match estimate at least this large needs no exact count."""
-
 MAX_SPLIT = 8
 """Most values of an ``$in`` that a dense search splits into one graph walk per value."""
+
+BROAD_SHARE = 0.45
+"""Share of a shard's points from which a filter is searched by one plain filtered HNSW
+walk with the store's ``ef``. Measured at 100k (bench_filter_plans.py, clustered data,
+ef 256, no links involved): recall@10 0.962 at 30 %, 0.991 at 40 %, 0.996 at 45 %, 0.998
+at 50 %, 1.000 at 75 %; below that the walk loses recall (0.93 at 25 %)."""
 
 
 def split_by_value(where: Node | None, linked: frozenset[str]) -> list[Node] | None:
     """``where`` as alternatives that each select one value of a linked field (their
-    union is ``where``), or None when it is not an ``$in`` of 2..``MAX_SPLIT`` values of a
-    linked field (alone or ANDed with single-value conditions on linked fields).
+    union is ``where``), or None when it is not an ``$in`` of 2..``MAX_SPLIT`` string
+    values of a linked field (alone or ANDed with single-value conditions on linked
+    fields).
 
     Why: one value's points are connected by their own HNSW links, so a walk per value
     keeps recall@10 at ~1.0, where a walk over the union of several values' points
-    does not (0.688 measured for 3 of 20 values at 50k) and exact search over the
-    union grows with the collection. Not for ranges over integer fields: walks per
-    integer value measured recall@10 0.963 for ``tier $lte 1`` at 50k, against 0.998
-    for one walk over the range (BENCHMARKS.md, "Scale")."""
+    does not (0.688 measured for 3 of 20 values at 50k, 0.709 at 100k) and exact search
+    over the union grows with the collection. Not for ranges over integer fields:
+    Edge's integer indexes do not give one value's points walkable links (a walk for
+    ``tier = 0``, 25 % of 100k points, measured recall@10 0.931, and walks per value for
+    ``tier $lte 1`` 0.935-0.963, against 0.996 for one walk over the range)."""
     if isinstance(where, In):
         if (where.field in linked and 2 <= len(where.values) <= MAX_SPLIT
-                and not any(isinstance(v, bool) for v in where.values)):
+                and all(isinstance(v, str) for v in where.values)):
             return [Eq(where.field, v) for v in dict.fromkeys(where.values)]
         return None
     if isinstance(where, And):
@@ -72,42 +81,62 @@ def split_by_value(where: Node | None, linked: frozenset[str]) -> list[Node] | N
     return None
 
 
-def search_params(
-    shard: Any, info: Any, flt: Any, bound: int, ef: int, linked: bool
-) -> tuple[Any, int]:
-    """The plan for one dense search, and the number of points its filter matches.
+PlanKind = Literal["scan", "exact", "links", "broad", "split", "acorn"]
 
-    Measured (BENCHMARKS.md, "Scale"): with per-value HNSW links for the filtered
-    fields (``linked``), filtered HNSW with the plain ``ef`` keeps recall@10 >= 0.99
-    at every selectivity, so it is used whatever the count; without them it
-    collapses between Edge's full-scan threshold and ~40 % selectivity (issue 2), so
-    small match sets are searched exactly, mid-sized ones with ACORN, broad ones
-    with a wide ``ef``. The match count comes from Edge's cheap estimate, made exact near the
-    exact-search ``bound``; ``info`` is ``shard.info()``, read once per batch.
-    """
+
+@dataclass(frozen=True)
+class DensePlan:
+    """How one dense search (or a hybrid search's dense part) runs.
+
+    ``kind``: ``scan`` (nothing indexed: Edge searches every segment exhaustively),
+    ``exact`` (brute force over the filter's matches), ``links`` (one HNSW walk; no
+    filter, or one value of linked fields), ``broad`` (one plain filtered HNSW walk,
+    the filter keeps at least ``BROAD_SHARE`` of the points), ``split`` (one walk per
+    value of an ``$in``, merged by score; ``parts`` are the per-value filters) or
+    ``acorn``. ``estimate``: Edge's estimate of the filter's match count. Graph plans
+    (``guarded``) can come back short; a short answer is redone exactly."""
+
+    kind: PlanKind
+    params: Any
+    estimate: int
+    parts: tuple[Node, ...] = ()
+
+    @property
+    def guarded(self) -> bool:
+        return self.kind not in ("scan", "exact")
+
+
+def dense_plan(shard: Any, info: Any, flt: Any, where: Node | None, linked: frozenset[str],
+               bound: int, ef: int, split: bool = True) -> DensePlan:
+    """The plan for one dense search, from Edge's estimate of the filter's match count
+    (no exact count: it measured 1.7 ms for 15k and 19 ms for 50k matches at 100k, more
+    than the search it was choosing). ``info`` is ``shard.info()``, read once per batch;
+    ``split``: whether per-value walks may be used (dense searches only).
+
+    Measured per filter shape at 100k (BENCHMARKS.md, "Filtered search plans"): one value
+    of a linked field walks its links (Edge scans value sets below its full-scan
+    threshold itself); small match sets are searched exactly; filters keeping at least
+    ``BROAD_SHARE`` of the points by one plain walk (``tier $lte 1``, 50 %: recall 0.996,
+    ~6x faster than the ACORN it had, which was 1.6 vs 11.6 ms p50); an ``$in`` of
+    linked values too large for exact search by one walk per value; the rest (a
+    mid-selectivity filter on unlinked fields, or a range) by ACORN, slow but correct
+    (a plain walk there measured recall 0.40 at 10 % and 0.93 at 25 %)."""
     total = max(int(info.points_count), 1)
     if info.indexed_vectors_count == 0:
-        return None, total  # nothing indexed: every segment is searched exhaustively
+        return DensePlan("scan", None, total)
     n = int(shard.count(q.CountRequest(filter=flt, exact=False)))
-    if (n >= total or linked) and n >= COUNT_GUARD:
-        # the graph is used whatever the count, and an estimate of at least any limit
-        # makes the never-short check "fewer than asked for": no exact count needed
-        # (measured: it was 12 of 14 ms of an unfiltered search at 50k points)
-        return q.SearchParams(hnsw_ef=ef), n
-    if n <= 2 * bound:
-        n = int(shard.count(q.CountRequest(filter=flt, exact=True)))
-    if n >= total or linked:
-        # the filter keeps everything, or its fields have per-value links: Edge's own
-        # planner scans small match sets (below its full-scan threshold) and walks the
-        # graph above; measured at 30k (bench_filter_plans): 1.5k and 4.5k matches as
-        # fast as exact, 15k matches 10x faster than exact (1.2 vs 12.1 ms p50) at 0.997
-        return q.SearchParams(hnsw_ef=ef), n
+    graph = q.SearchParams(hnsw_ef=ef)
+    if n >= total or linked_fields_only(where, linked):
+        return DensePlan("links", graph, n)
     if n <= bound:
-        return q.SearchParams(exact=True), n
-    if n <= total // 2:
-        return q.SearchParams(hnsw_ef=ef, acorn=q.AcornSearchParams(
-            enable=True, max_selectivity=0.5)), n
-    return q.SearchParams(hnsw_ef=max(ef, 512)), n
+        return DensePlan("exact", q.SearchParams(exact=True), n)
+    if n >= BROAD_SHARE * total:
+        return DensePlan("broad", graph, n)
+    parts = split_by_value(where, linked) if split else None
+    if parts:
+        return DensePlan("split", graph, n, tuple(parts))
+    return DensePlan("acorn", q.SearchParams(hnsw_ef=ef, acorn=q.AcornSearchParams(
+        enable=True, max_selectivity=0.5)), n)
 
 
 EXACT = q.SearchParams(exact=True)
