@@ -26,6 +26,7 @@ plan's thresholds (an integer value, float ranges of 10-50 %).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import shutil
 import statistics
@@ -63,6 +64,8 @@ PLANS = {
 }
 SPLIT = "walk per value ef=256"  # one single query per value, merged by score
 STORE = "store's plan (query_batch)"
+NEW = "this tree's plan, raw Edge calls"
+OLD = "baseline's plan, raw Edge calls"
 EXTRA: dict[str, tuple[dict[str, Any], Callable[[Data], np.ndarray]]] = {
     "tier = one value (25%)": ({"tier": 0}, lambda d: d.tier == 0),
     "score $lt 10 (10%)": ({"score": {"$lt": 10}}, lambda d: d.score() < 10),
@@ -137,8 +140,18 @@ def main() -> None:
     ap.add_argument("--skip-swap", action="store_true", help="no load/close timing")
     ap.add_argument("--extra-shapes", action="store_true",
                     help="also filters around the plan's thresholds")
+    ap.add_argument("--baseline-queries", type=Path,
+                    help="another checkout's qdrant_edge/queries.py: its plan (search_params, "
+                    "split_by_value, exact re-run of short answers) is measured interleaved "
+                    "with this tree's, both as raw Edge calls")
     ap.add_argument("--json-out", type=Path)
     args = ap.parse_args()
+    global BASELINE
+    if args.baseline_queries:
+        spec = importlib.util.spec_from_file_location("baseline_queries", args.baseline_queries)
+        assert spec and spec.loader
+        BASELINE = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(BASELINE)
     work = args.dir or Path(tempfile.mkdtemp(prefix="bench-plans-"))
     data = Data(args.size)
     out: dict[str, Any] = {"size": args.size, "uptime": [uptime()]}
@@ -233,7 +246,7 @@ def measure_shape(stores: dict[str, QdrantEdgeStore], name: str,
     flt = tenant_filter("default", node)
     parts = value_parts(where)
     part_flts = [tenant_filter("default", parse_where(w, Limits())) for w in parts or []]
-    plans = [*PLANS, *([SPLIT] if parts else []), STORE]
+    plans = [*PLANS, *([SPLIT] if parts else []), STORE, NEW, *([OLD] if BASELINE else [])]
     lat: dict[tuple[str, str], list[float]] = {}
     rec: dict[tuple[str, str], list[float]] = {}
     chosen: dict[str, str] = {}
@@ -244,19 +257,19 @@ def measure_shape(stores: dict[str, QdrantEdgeStore], name: str,
     for qi, qv in enumerate(queries):
         for m, store in stores.items():
             sh = store._shards["k"]
-            for plan in plans:
+            turn = qi % len(plans)  # the order rotates: no plan always follows a slow one
+            for plan in plans[turn:] + plans[:turn]:
                 t = time.perf_counter()
                 if plan == STORE:
                     got = {r.id for r in store.query_batch("k", [StoreQuery(
                         "default", SearchMode.DENSE, 10, vector=qv, where=node)])[0]}
                 elif plan == SPLIT:
-                    best: dict[Any, Any] = {}
-                    for f in part_flts:
-                        for p in sh.shard.query(request(qv, f, PLANS["hnsw ef=256"])):
-                            if p.id not in best or p.score > best[p.id].score:
-                                best[p.id] = p
-                    top = sorted(best.values(), key=lambda p: p.score, reverse=True)[:10]
-                    got = {p.payload["doc_id"] for p in top}
+                    got = {p.payload["doc_id"] for p in merge([
+                        sh.shard.query(request(qv, f, PLANS["hnsw ef=256"]))
+                        for f in part_flts])}
+                elif plan in (NEW, OLD):
+                    got = {p.payload["doc_id"]
+                           for p in (new_plan if plan == NEW else old_plan)(store, node, qv)}
                 else:
                     got = {p.payload["doc_id"] for p in sh.shard.query(
                         request(qv, flt, PLANS[plan]))}
@@ -270,6 +283,62 @@ def measure_shape(stores: dict[str, QdrantEdgeStore], name: str,
                      "p50": statistics.median(xs), "p95": xs[int(0.95 * len(xs)) - 1],
                      "recall": float(np.mean(rec[(m, plan)]))})
     return rows
+
+
+BASELINE: Any = None
+
+
+def merge(parts: list[list[Any]]) -> list[Any]:
+    best: dict[Any, Any] = {}
+    for pts in parts:
+        for p in pts:
+            if p.id not in best or p.score > best[p.id].score:
+                best[p.id] = p
+    return sorted(best.values(), key=lambda p: p.score, reverse=True)[:10]
+
+
+def new_plan(store: QdrantEdgeStore, node: Any, qv: np.ndarray) -> list[Any]:
+    """This tree's plan as raw Edge calls (``queries.dense_plan`` + the short re-run)."""
+    from ragline.providers.stores.qdrant_edge.queries import dense_plan
+
+    sh = store._shards["k"]
+    info = sh.shard.info()
+    flt = tenant_filter("default", node)
+    dp = dense_plan(sh.shard, info, flt, node, store._linked(sh, info),
+                    store.config.exact_search_max_matches, store.config.hnsw_ef)
+    if dp.kind == "split":
+        pts = merge([sh.shard.query(request(qv, tenant_filter("default", part), dp.params))
+                     for part in dp.parts])
+    else:
+        pts = sh.shard.query(request(qv, flt, dp.params))
+    if dp.guarded and len(pts) < 10:
+        pts = sh.shard.query(request(qv, flt, PLANS["exact"]))
+    return pts
+
+
+def old_plan(store: QdrantEdgeStore, node: Any, qv: np.ndarray) -> list[Any]:
+    """The baseline checkout's plan (its ``search_params`` and ``split_by_value``, as its
+    provider calls them) as raw Edge calls; its linked fields: every metadata field
+    with per-value links (keyword and integer)."""
+    sh = store._shards["k"]
+    info = sh.shard.info()
+    flt = tenant_filter("default", node)
+    linked = frozenset(p[len("metadata."):] for p, pi in info.payload_schema.items()
+                       if p.startswith("metadata.") and getattr(pi.params, "enable_hnsw", False))
+    params, n = BASELINE.search_params(sh.shard, info, flt, store.config.exact_search_max_matches,
+                                       store.config.hnsw_ef,
+                                       BASELINE.linked_fields_only(node, linked))
+    parts = (BASELINE.split_by_value(node, linked)
+             if params is not None and not params.exact else None)
+    if parts:
+        graph = q.SearchParams(hnsw_ef=store.config.hnsw_ef)
+        pts = merge([sh.shard.query(request(qv, tenant_filter("default", part), graph))
+                     for part in parts])
+    else:
+        pts = sh.shard.query(request(qv, flt, params))
+    if params is not None and not params.exact and len(pts) < min(10, n):
+        pts = sh.shard.query(request(qv, flt, PLANS["exact"]))
+    return pts
 
 
 def request(qv: np.ndarray, flt: Any, params: Any) -> Any:
