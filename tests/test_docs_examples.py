@@ -344,31 +344,14 @@ def test_ingestion_building_blocks(tmp_path: Path) -> None:
 def test_ingestion_facade(tmp_path: Path) -> None:
     """docs/ingestion.md's `Ragline.ingest` example: a directory, an upload, text and a URL."""
     need_model()
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-    from threading import Thread
-
     from ragline.facade import IngestSource, Ragline
     from ragline.settings import Settings
+    from ragline.testing.server import serve_handler, static_page
 
     (block,) = runs("docs/ingestion.md", "test_ingestion_facade")
     page = b"<html><head><title>A page</title></head><body><p>Rovers climb dunes.</p></body>"
 
-    class Page(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("content-type", "text/html")
-            self.send_header("content-length", str(len(page)))
-            self.end_headers()
-            self.wfile.write(page)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Page)
-    Thread(target=httpd.serve_forever, daemon=True).start()
     shutil.copytree(BOOK, tmp_path / "book")
-    code = (block.code.replace("/srv/book/docs", str(tmp_path / "book"))
-            .replace("https://example.com/a", f"http://127.0.0.1:{httpd.server_address[1]}/a"))
     settings = Settings(data_dir=tmp_path / "data", ingest_allowed_roots=[tmp_path],  # type: ignore[call-arg]
                         allow_private_urls=True, _env_file=None)
     fpdf = pytest.importorskip("fpdf", reason="fpdf2 (ragline[dev]) writes the sample PDF")
@@ -379,10 +362,10 @@ def test_ingestion_facade(tmp_path: Path) -> None:
     ns: dict[str, Any] = {"Ragline": Ragline, "IngestSource": IngestSource,
                           "settings": settings, "data": bytes(pdf.output()),
                           "text": "My notes about wheels."}
-    try:
+    with serve_handler(static_page(page, "text/html")) as site:
+        code = (block.code.replace("/srv/book/docs", str(tmp_path / "book"))
+                .replace("https://example.com/a", f"{site}/a"))
         exec(compile(code, "docs/ingestion.md", "exec"), ns)
-    finally:
-        httpd.shutdown()
     assert ns["job"].status == "succeeded" and ns["job"].collection == "book"
     with Ragline(settings) as rl:
         assert rl.get_collection(rl.owner(), "book").count > 0

@@ -364,7 +364,7 @@ class Settings(BaseSettings):
     connections: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Named connections besides 'local' (the embedded "
         "store), usually from ragline.toml: [connections.ID] with 'provider' (e.g. "
-        "'ragline-http'), 'options' (its config) and 'kind' ('stores', the default: routed "
+        "'ragline-remote'), 'options' (its config) and 'kind' ('stores', the default: routed "
         "to with ?service=ID; or 'embedders': named in a collection's embed.provider). "
         "Admins add more with POST /api/connections.")
 

@@ -5,10 +5,8 @@ honoured), no retry of 401, key never in an error."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -17,6 +15,7 @@ from ragline.errors import ProviderError
 from ragline.providers.llms.base import ChatModel
 from ragline.providers.llms.openai_compat import OpenAIChatModel
 from ragline.providers.registry import registry
+from ragline.testing.server import QuietHandler, serve_handler
 
 KEY = "sk-chat-secret-0123456789"
 
@@ -33,17 +32,14 @@ class Server:
 def server() -> Iterator[Server]:
     state = Server()
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
+    class Handler(QuietHandler):
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             state.requests.append({"path": self.path, "body": body,
                                    "auth": self.headers.get("Authorization")})
             if state.script:
                 status, headers, text = state.script.pop(0)
-                self._send(status, text.encode(), headers)
+                self.send(status, text.encode(), headers)
                 return
             if body.get("stream"):
                 self.send_response(200)
@@ -62,22 +58,11 @@ def server() -> Iterator[Server]:
                        "model": body["model"],
                        "choices": [{"index": 0, "finish_reason": "stop",
                                     "message": {"role": "assistant", "content": state.answer}}]}
-            self._send(200, json.dumps(payload).encode(), {"Content-Type": "application/json"})
+            self.send(200, json.dumps(payload).encode(), {"Content-Type": "application/json"})
 
-        def _send(self, status: int, raw: bytes, headers: dict[str, str]) -> None:
-            self.send_response(status)
-            for k, v in headers.items():
-                self.send_header(k, v)
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield state
-    httpd.shutdown()
-    httpd.server_close()
+    with serve_handler(Handler) as url:
+        state.url = f"{url}/v1"
+        yield state
 
 
 def make(server: Server, **kw: Any) -> tuple[OpenAIChatModel, list[float]]:

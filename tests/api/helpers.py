@@ -1,8 +1,16 @@
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Any
 
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
+
+from ragline.api import errors
+from ragline.api.routes import rerank as rerank_route
+from ragline.facade import Ragline
+from ragline.settings import Settings
 
 
 def make_collection(client: TestClient, name: str = "docs", **body: Any) -> dict[str, Any]:
@@ -29,3 +37,15 @@ def local_client(app: Any, **kwargs: Any) -> TestClient:
     (TestClient's default "testserver" is refused) and the key header POSTs need."""
     return TestClient(app, base_url="http://localhost", headers={"X-API-Key": "test"},
                       **kwargs)
+
+
+def rerank_app(cross_encoder: Any) -> FastAPI:
+    """The rerank router and the real error handlers over a real (empty) Ragline whose
+    reranker is replaced by ``cross_encoder``."""
+    app = FastAPI()
+    errors.install(app)
+    app.include_router(rerank_route.router)
+    rl = Ragline(Settings(_env_file=None, data_dir=Path(tempfile.mkdtemp()))).start()
+    rl.services.reranker = cross_encoder
+    app.state.ragline = rl
+    return app

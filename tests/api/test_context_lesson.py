@@ -15,20 +15,13 @@ from tests.api.helpers import local_client
 from tests.ingestion_support import (
     SENSING,
     by_parent,
-    copy_book,
     edit_section,
     fake_settings,
-    few_payload_indexes,  # noqa: F401 (fixture)
     sid,
     stored,
 )
 
 pytestmark = pytest.mark.usefixtures("few_payload_indexes")
-
-
-@pytest.fixture
-def book(tmp_path: Path) -> Path:
-    return copy_book(tmp_path)
 
 
 @pytest.fixture

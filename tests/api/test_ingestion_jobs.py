@@ -20,7 +20,6 @@ from tests.ingestion_support import (
     copy_book,
     edit_section,
     fake_settings,
-    few_payload_indexes,  # noqa: F401 (fixture)
 )
 
 pytestmark = pytest.mark.usefixtures("few_payload_indexes")

@@ -25,7 +25,6 @@ from tests.ingestion_support import (
     edit_section,
     fake_of,
     fake_settings,
-    few_payload_indexes,  # noqa: F401 (fixture)
 )
 
 SECRET = "s3cret-webhook"

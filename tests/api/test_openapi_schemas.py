@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import http.server
 import json
 import re
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +25,7 @@ from ragline.api.app import create_app
 from ragline.facade import Ragline
 from ragline.testing.cross_encoder import tiny_cross_encoder_dir
 from ragline.testing.scripted_llm import ScriptedChatModel
+from ragline.testing.server import serve_handler, static_page
 from tests.ingestion_support import copy_book, fake_settings
 
 SECRET = "s3cret"
@@ -141,26 +140,14 @@ def test_hardening_statuses_are_documented(doc: dict[str, Any]) -> None:
 
 
 # -- real responses --------------------------------------------------------------------------
-class _Page(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = b"<html><head><title>Topics</title></head><body><p>Nodes talk over " \
-               b"topics.</p></body></html>"
-        self.send_response(200)
-        self.send_header("content-type", "text/html")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+TOPICS = (b"<html><head><title>Topics</title></head><body><p>Nodes talk over "
+          b"topics.</p></body></html>")
 
 
 @pytest.fixture
 def page_url() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Page)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/topics.html"
-    server.shutdown()
+    with serve_handler(static_page(TOPICS, "text/html")) as url:
+        yield f"{url}/topics.html"
 
 
 def _signed(body: bytes, event: str, delivery: str) -> dict[str, str]:
@@ -322,10 +309,10 @@ def test_real_responses_match_their_declared_schemas(
     call("get", "/api/providers/openai/schema", 200, params={"kind": "llms"})
     call("get", "/api/providers/nope/schema", 404)
     # named connections (a ragline server nobody runs: health says down, nothing fails)
-    gone = {"provider": "ragline-http",
+    gone = {"provider": "ragline-remote",
             "options": {"base_url": "http://127.0.0.1:9", "api_key": "k", "timeout": 1}}
     call("post", "/api/connections/test", 200, json=gone)
-    call("post", "/api/connections/test", 400, json={"provider": "ragline-http",
+    call("post", "/api/connections/test", 400, json={"provider": "ragline-remote",
                                                       "options": {}})
     call("post", "/api/connections", 201, json={"id": "staging", **gone})
     call("get", "/api/connections", 200)

@@ -21,7 +21,6 @@ from ragline.settings import Settings
 from tests.ingestion_support import (
     copy_book,
     fake_settings,
-    few_payload_indexes,  # noqa: F401 (fixture)
 )
 
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +11,12 @@ from fastapi.testclient import TestClient
 
 from ragline.api.app import create_app
 from ragline.facade import Ragline
+from ragline.testing.server import serve_handler, static_page
 from tests.api.helpers import local_client
 from tests.ingestion_support import (
     BOOK,
     SENSING,
     fake_settings,
-    few_payload_indexes,  # noqa: F401 (fixture)
 )
 
 pytestmark = pytest.mark.usefixtures("few_payload_indexes")
@@ -29,25 +27,10 @@ PAGE = b"""<html><head><title>Grippers</title></head><body><article>
 </article></body></html>"""
 
 
-class _Page(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(PAGE)))
-        self.end_headers()
-        self.wfile.write(PAGE)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
 def page_url() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Page)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/grippers.html"
-    server.shutdown()
+    with serve_handler(static_page(PAGE)) as url:
+        yield f"{url}/grippers.html"
 
 
 def make_client(tmp_path: Path, **overrides: Any) -> TestClient:

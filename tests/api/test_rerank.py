@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -13,19 +12,16 @@ from typing import Any
 
 import httpx
 import pytest
-from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from ragline.api import errors
 from ragline.api.app import create_app
-from ragline.api.routes import rerank as rerank_route
 from ragline.errors import InvalidInput
 from ragline.facade import Ragline
 from ragline.providers.rerankers.cross_encoder import CrossEncoderReranker, ModelSource
 from ragline.settings import Settings
 from ragline.testing.cross_encoder import tiny_cross_encoder_dir
 from ragline.testing.server import serve_in_thread
-from tests.api.helpers import local_client
+from tests.api.helpers import local_client, rerank_app
 
 NOT_LOADED = "Cross-encoder not loaded. Start server with --cross-encoder flag."
 TEXTS = [
@@ -49,21 +45,9 @@ def reranker() -> CrossEncoderReranker:
     return CrossEncoderReranker.from_source(source)
 
 
-def make_app(cross_encoder: Any) -> FastAPI:
-    """The rerank router and the real error handlers over a real (empty) Ragline whose
-    reranker is replaced by ``cross_encoder``."""
-    app = FastAPI()
-    errors.install(app)
-    app.include_router(rerank_route.router)
-    rl = Ragline(Settings(_env_file=None, data_dir=Path(tempfile.mkdtemp()))).start()
-    rl.services.reranker = cross_encoder
-    app.state.ragline = rl
-    return app
-
-
 @pytest.fixture
 def client(reranker: CrossEncoderReranker) -> Iterator[TestClient]:
-    with local_client(make_app(reranker)) as c:
+    with local_client(rerank_app(reranker)) as c:
         yield c
 
 
@@ -125,7 +109,7 @@ def test_ids_keep_their_type_and_extra_fields_are_ignored(client: TestClient) ->
 
 
 def test_without_model_answers_503_with_the_spec_message() -> None:
-    with local_client(make_app(None)) as c:
+    with local_client(rerank_app(None)) as c:
         resp = c.post("/rerank", json={"query": "q", "documents": DOCS})
     assert resp.status_code == 503
     assert resp.json() == {"detail": NOT_LOADED, "error": "model_not_loaded", "message": NOT_LOADED}
@@ -153,14 +137,14 @@ def test_document_without_text_and_bad_top_k_are_400(client: TestClient) -> None
 def test_too_many_documents_is_400(tmp_path: Path) -> None:
     source = ModelSource(str(tiny_cross_encoder_dir()), "--cross-encoder-path")
     small = CrossEncoderReranker.from_source(source, max_documents=3)
-    with local_client(make_app(small)) as c:
+    with local_client(rerank_app(small)) as c:
         resp = c.post("/rerank", json={"query": "q", "documents": DOCS})
     assert resp.status_code == 400
     assert resp.json()["detail"] == "Too many documents to rerank: 10 (maximum 3)"
 
 
 def test_scoring_exception_is_500_with_details_and_logged(caplog: pytest.LogCaptureFixture) -> None:
-    with local_client(make_app(Exploding()), raise_server_exceptions=False) as c:
+    with local_client(rerank_app(Exploding()), raise_server_exceptions=False) as c:
         resp = c.post("/rerank", json={"query": "q", "documents": DOCS})
     assert resp.status_code == 500
     body = resp.json()
@@ -172,14 +156,14 @@ def test_scoring_exception_is_500_with_details_and_logged(caplog: pytest.LogCapt
 
 def test_real_model_failure_is_500_with_details(reranker: CrossEncoderReranker) -> None:
     broken = CrossEncoderReranker(reranker.config, model=SimpleNamespace(predict=None))
-    with local_client(make_app(broken)) as c:
+    with local_client(rerank_app(broken)) as c:
         resp = c.post("/rerank", json={"query": "q", "documents": DOCS[:2]})
     assert resp.status_code == 500
     assert resp.json()["detail"].startswith("Reranking failed: TypeError:")
 
 
 def test_scoring_does_not_block_the_event_loop() -> None:
-    app = make_app(Slow(2.0))
+    app = rerank_app(Slow(2.0))
 
     @app.get("/ping")
     async def ping() -> dict[str, bool]:

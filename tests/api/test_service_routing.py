@@ -15,13 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
 from ragline.api.app import create_app
+from ragline.core.types import Record, SearchMode, StoreQuery
 from ragline.errors import ConfigError
 from ragline.facade import Ragline
 from ragline.providers.registry import registry
+from ragline.providers.remote.store import RemoteRaglineStore
 from ragline.settings import load_settings
 from ragline.testing.provider_conformance import ProviderContract
 from ragline.testing.server import free_port
@@ -60,7 +63,7 @@ def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Remote]:
 def local(remote: Remote, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     tmp = tmp_path_factory.mktemp("local")
     settings = fake_settings(tmp, auth="on", connections={
-        "remote": {"provider": "ragline-http",
+        "remote": {"provider": "ragline-remote",
                    "options": {"base_url": remote.url, "api_key": remote.key}}})
     rl = Ragline(settings).start()
     me = rl.owner()
@@ -84,7 +87,7 @@ def test_connections_are_listed_without_secrets(local: Any, remote: Remote) -> N
     assert list(by_id) == ["local", "remote"]
     assert by_id["local"]["source"] == "builtin" and by_id["local"]["provider"] == "qdrant-edge"
     rem = by_id["remote"]
-    assert rem["source"] == "config" and rem["provider"] == "ragline-http"
+    assert rem["source"] == "config" and rem["provider"] == "ragline-remote"
     assert rem["options"]["base_url"] == remote.url and "api_key" not in rem["options"]
     assert rem["secrets_set"] == ["api_key"] and "passthrough" in rem["capabilities"]
     # a user sees which services exist, not how they are configured
@@ -218,18 +221,18 @@ def test_callers_tenant_and_role_apply_on_both_sides(local: Any, remote: Remote)
 def test_admin_adds_tests_and_deletes_connections(local: Any, remote: Remote) -> None:
     client, keys = local
     h = as_(keys["admin"])
-    good = {"provider": "ragline-http", "options": {"base_url": remote.url,
-                                                    "api_key": remote.key}}
+    good = {"provider": "ragline-remote", "options": {"base_url": remote.url,
+                                                      "api_key": remote.key}}
     tried = client.post("/api/connections/test", headers=h, json=good)
     assert tried.status_code == 200 and tried.json()["status"] == "ok"
     assert remote.key not in tried.text
-    dead = {"provider": "ragline-http",
+    dead = {"provider": "ragline-remote",
             "options": {"base_url": f"http://127.0.0.1:{free_port()}", "timeout": 2}}
     down = client.post("/api/connections/test", headers=h, json=dead).json()
     assert down["status"] == "down" and "unreachable" in down["error"]
     bad = client.post("/api/connections/test", headers=h,
-                      json={"provider": "ragline-http", "options": {"base_url": "nope",
-                                                                    "api_key": "sk-LEAK"}})
+                      json={"provider": "ragline-remote", "options": {"base_url": "nope",
+                                                                      "api_key": "sk-LEAK"}})
     assert bad.status_code == 400 and "'base_url'" in bad.json()["detail"]
     assert "sk-LEAK" not in bad.text
     assert client.get("/api/connections", headers=h).json()["count"] == 2  # nothing saved
@@ -245,7 +248,7 @@ def test_admin_adds_tests_and_deletes_connections(local: Any, remote: Remote) ->
     for body in ({"id": "remote", **good}, {"id": "local", **good}):
         assert client.post("/api/connections", headers=h, json=body).status_code == 400
     missing = client.post("/api/connections", headers=h,
-                          json={"id": "x", "provider": "ragline-http", "options": {}})
+                          json={"id": "x", "provider": "ragline-remote", "options": {}})
     assert missing.status_code == 400 and "'base_url'" in missing.json()["detail"]
     on_disk = client.post("/api/connections", headers=h, json={
         "id": "disk", "provider": "qdrant-edge", "options": {"path": "/tmp/elsewhere"}})
@@ -261,7 +264,7 @@ def test_admin_adds_tests_and_deletes_connections(local: Any, remote: Remote) ->
 
 def test_an_unreachable_service_is_a_502(tmp_path: Path) -> None:
     settings = fake_settings(tmp_path, auth="off", connections={
-        "gone": {"provider": "ragline-http",
+        "gone": {"provider": "ragline-remote",
                  "options": {"base_url": f"http://127.0.0.1:{free_port()}", "timeout": 2}}})
     with TestClient(create_app(settings), base_url="http://localhost") as client:
         r = client.get("/api/collections", params={"service": "gone"})
@@ -272,7 +275,7 @@ def test_an_unreachable_service_is_a_502(tmp_path: Path) -> None:
 def test_connections_from_the_config_file(tmp_path: Path, remote: Remote) -> None:
     toml = tmp_path / "ragline.toml"
     toml.write_text(f'data_dir = "{tmp_path / "data"}"\nauth = "off"\n'
-                    f'[connections.staging]\nprovider = "ragline-http"\n'
+                    f'[connections.staging]\nprovider = "ragline-remote"\n'
                     f'[connections.staging.options]\nbase_url = "{remote.url}"\n'
                     f'api_key = "{remote.key}"\n')
     settings = load_settings(toml)
@@ -280,7 +283,7 @@ def test_connections_from_the_config_file(tmp_path: Path, remote: Remote) -> Non
     with Ragline(settings) as rl:
         assert [c["id"] for c in rl.list_connections(rl.owner())] == ["local", "staging"]
     toml.write_text(f'data_dir = "{tmp_path / "data"}"\n[connections.staging]\n'
-                    f'provider = "ragline-http"\n[connections.staging.options]\n'
+                    f'provider = "ragline-remote"\n[connections.staging.options]\n'
                     f'base_url = "{remote.url}"\ntimeout = -5\n')
     with pytest.raises(ConfigError, match=r"connections\.staging.*'timeout'"):
         Ragline(load_settings(toml)).start()
@@ -292,28 +295,81 @@ def test_a_plugin_on_the_path_loads_in_a_real_server(remote: Remote) -> None:
     assert {e["name"] for e in body["errors"]} == {"acme-broken", "acme-not-a-provider"}
 
 
-class TestRaglineHttpProvider(ProviderContract):
-    """The ``ragline-http`` store provider meets the provider contract (it is no
-    VectorStore, so the store suite's data tests do not apply)."""
+def test_one_ragline_remote_connection_is_a_store_and_a_service(
+        remote: Remote, tmp_path: Path) -> None:
+    """The object a ``ragline-remote`` connection builds is the store itself: what it
+    writes as a store, ``?service=`` requests see on the other server (its shards are
+    collections there), what they write it reads back, and its health has the server's
+    details."""
+    options = {"base_url": remote.url, "api_key": remote.key, "collection_prefix": "both-"}
+    settings = fake_settings(tmp_path, auth="off", connections={
+        "both": {"provider": "ragline-remote", "options": options}})
+    rl = Ragline(settings).start()
+    try:
+        store = rl.services.connections.instance("both")
+        assert isinstance(store, RemoteRaglineStore)
+        assert store.http_target().base_url == remote.url
+        q = {"service": "both"}
+        with TestClient(create_app(ragline=rl), base_url="http://localhost") as client:
+            store.create_shard("k1", 4)
+            store.upsert("k1", [Record("a", "alpha", {"n": 1}, np.array(V[0]), "default")])
+            names = [c["name"] for c in client.get("/api/collections", params=q)
+                     .json()["collections"]]
+            assert "both-k1" in names and "both-k1" not in [
+                c["name"] for c in client.get("/api/collections").json()["collections"]]
+            got = client.get("/api/collections/both-k1/documents/a", params=q).json()
+            assert got["text"] == "alpha" and got["metadata"] == {"n": 1}
+            r = client.post("/api/collections/both-k1/documents", params=q, json={
+                "documents": [{"id": "b", "text": "beta", "embedding": V[1]}]})
+            assert r.status_code == 200 and r.json()["count"] == 1
+            assert [x.text for x in store.get("k1", "default", ["a", "b"])] == ["alpha", "beta"]
+            hits = store.query_batch("k1", [StoreQuery(
+                vector=np.array(V[1], dtype=np.float32), text="", limit=1,
+                mode=SearchMode.DENSE, tenant="default")])
+            assert [h.id for h in hits[0]] == ["b"]
+            health = client.get("/api/connections/both/health").json()
+            assert health["status"] == "ok" and health["details"]["key_accepted"] is True
+            assert health["details"]["collection_count"] >= 1
+            assert health["details"]["url"] == remote.url and remote.key not in str(health)
+            store.drop_shard("k1")
+            assert client.get("/api/collections/both-k1", params=q).status_code == 404
+    finally:
+        rl.close()
+
+
+class TestRaglineRemoteConnection(ProviderContract):
+    """A ``ragline-remote`` connection meets the provider contract with the server's
+    details in its health (the store conformance suite runs in
+    tests/providers/stores/test_ragline_remote.py)."""
 
     KIND = "stores"
 
     @pytest.fixture
     def provider(self, remote: Remote) -> Any:
-        return registry.build("stores", "ragline-http", {"base_url": remote.url,
-                                                         "api_key": remote.key})
+        return registry.build("stores", "ragline-remote", {"base_url": remote.url,
+                                                           "api_key": remote.key})
 
     @pytest.fixture
     def broken(self) -> Any:
-        return registry.build("stores", "ragline-http",
-                              {"base_url": f"http://127.0.0.1:{free_port()}", "timeout": 2})
+        return registry.build("stores", "ragline-remote",
+                              {"base_url": f"http://127.0.0.1:{free_port()}", "timeout": 2,
+                               "retries": 1})
 
     def check_health_details(self, provider: Any, details: dict[str, Any]) -> None:
         assert isinstance(details["collection_count"], int)
         assert details["storage_bytes"] > 0 and details["key_accepted"] is True
+        assert "passthrough" in provider.capabilities()
 
     def test_a_refused_key_is_degraded(self, remote: Remote) -> None:
-        wrong = registry.build("stores", "ragline-http", {"base_url": remote.url,
-                                                          "api_key": "rl_000000000000_nope"})
+        wrong = registry.build("stores", "ragline-remote", {"base_url": remote.url,
+                                                            "api_key": "rl_000000000000_nope"})
         health = wrong.health()
         assert health.status == "degraded" and health.error == "the API key was refused"
+        assert health.details["key_accepted"] is False
+
+    def test_credentials_in_the_url_stay_out_of_health(self) -> None:
+        dead = registry.build("stores", "ragline-remote", {
+            "base_url": f"http://user:pw-SECRET@127.0.0.1:{free_port()}", "retries": 1})
+        health = dead.health()
+        assert health.status == "down" and "unreachable" in (health.error or "")
+        assert "pw-SECRET" not in health.model_dump_json()

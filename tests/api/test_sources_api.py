@@ -16,7 +16,6 @@ from tests.ingestion_support import (
     BOOK,
     SENSING,
     fake_settings,
-    few_payload_indexes,  # noqa: F401 (fixture)
 )
 
 pytestmark = pytest.mark.usefixtures("few_payload_indexes")

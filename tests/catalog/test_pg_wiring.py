@@ -257,14 +257,14 @@ def test_named_connections_are_shared(pair: tuple[Ragline, Ragline]) -> None:
     a, b = pair
     mine: ConnectionRows = a.services.tables.connections
     theirs: ConnectionRows = b.services.tables.connections
-    mine.add("staging", "stores", "ragline-http", {"base_url": "http://127.0.0.1:9"},
+    mine.add("staging", "stores", "ragline-remote", {"base_url": "http://127.0.0.1:9"},
              {"api_key": "sekret"})
     stored = theirs.get("staging")
-    assert stored is not None and stored.provider == "ragline-http"
+    assert stored is not None and stored.provider == "ragline-remote"
     assert (stored.options, stored.secrets) == ({"base_url": "http://127.0.0.1:9"},
                                                 {"api_key": "sekret"})
     assert [c.id for c in theirs.all()] == ["staging"]
     with pytest.raises(ConnectionExists):
-        theirs.add("staging", "stores", "ragline-http", {}, {})
+        theirs.add("staging", "stores", "ragline-remote", {}, {})
     assert theirs.delete("staging") and mine.get("staging") is None
     assert not mine.delete("staging")

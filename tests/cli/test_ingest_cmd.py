@@ -12,7 +12,6 @@ from tests.ingestion_support import (
     SENSING,
     copy_book,
     edit_section,
-    few_payload_indexes,  # noqa: F401 (fixture)
 )
 
 pytestmark = pytest.mark.usefixtures("few_payload_indexes")

@@ -19,10 +19,11 @@ from tests.ingestion_support import (
     MDX,
     SENSING,
     by_parent,
+    clean_snapshot,
     copy_book,
     fake_settings,
-    few_payload_indexes,  # noqa: F401 (fixture)
     sid,
+    snapshot,
     stored,
 )
 
@@ -40,10 +41,6 @@ def fake_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def verify(data: Path, *args: str) -> Any:
     return CliRunner().invoke(app, ["verify", "--data-dir", str(data), *args])
-
-
-def snapshot(rl: Ragline) -> dict[str, str]:
-    return {r.id: r.text for r in stored(rl)}
 
 
 def damage(tmp_path: Path) -> tuple[Path, Path, dict[str, Any]]:
@@ -118,12 +115,7 @@ def test_verify_reports_and_repairs_a_damaged_data_dir(tmp_path: Path) -> None:
         got = snapshot(rl)
     finally:
         rl.close()
-    clean = Ragline(fake_settings(tmp_path / "clean")).start()
-    try:
-        clean.services.ingest.run_directory("book", T, book)
-        assert got == snapshot(clean)
-    finally:
-        clean.close()
+    assert got == clean_snapshot(tmp_path, book)
     assert verify(data).exit_code == 0
 
 

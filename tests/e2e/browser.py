@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,3 +38,23 @@ def playwright_or_skip() -> object:
         pytest.skip("headless browser tests need the Python package playwright "
                     "(pip install -e '.[dev]')")
     return sync_playwright
+
+
+@contextmanager
+def chromium() -> Iterator[Any]:
+    """A launched headless Chromium (Playwright's ``Browser``), closed on exit."""
+    exe = chromium_path()
+    sync_playwright: Any = playwright_or_skip()
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=exe, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+@contextmanager
+def desktop_page() -> Iterator[Any]:
+    """A 1280x800 page in a fresh browser, waiting at most 20 s for anything."""
+    with chromium() as b:
+        p = b.new_page(viewport={"width": 1280, "height": 800})
+        p.set_default_timeout(20_000)
+        yield p

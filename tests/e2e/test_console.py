@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.browser import ARTIFACTS, chromium_path, playwright_or_skip
+from tests.e2e.browser import ARTIFACTS, chromium
 from tests.live_server import LiveServer
 
 pytestmark = pytest.mark.slow
@@ -67,12 +67,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
 
 @pytest.fixture(scope="module")
 def browser(server: LiveServer) -> Iterator[Any]:
-    exe = chromium_path()
-    sync_playwright: Any = playwright_or_skip()
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=exe, args=["--no-sandbox"])
+    with chromium() as b:
         yield b
-        b.close()
 
 
 class Console:

@@ -17,7 +17,7 @@ from ragline.api.app import create_app
 from ragline.facade import DocumentInput, Ragline
 from ragline.testing.scripted_llm import ScriptedChatModel
 from ragline.testing.server import serve_in_thread
-from tests.e2e.browser import chromium_path, playwright_or_skip
+from tests.e2e.browser import desktop_page
 from tests.e2e.test_console import Console
 from tests.ingestion_support import fake_settings
 
@@ -44,14 +44,8 @@ def chat_url(tmp_path: Path) -> Iterator[str]:
 
 @pytest.fixture
 def page(chat_url: str) -> Iterator[Any]:
-    exe = chromium_path()
-    sync_playwright: Any = playwright_or_skip()
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=exe, args=["--no-sandbox"])
-        p = b.new_page(viewport={"width": 1280, "height": 800})
-        p.set_default_timeout(20_000)
+    with desktop_page() as p:
         yield p
-        b.close()
 
 
 def test_chat_page_streams_answer_with_sources(page: Any, chat_url: str) -> None:

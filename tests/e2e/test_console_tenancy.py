@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.browser import chromium_path, playwright_or_skip
+from tests.e2e.browser import desktop_page
 from tests.e2e.test_console import Console
 from tests.live_server import LiveServer
 
@@ -46,14 +46,8 @@ def url(tmp_path: Path) -> Iterator[str]:
 
 @pytest.fixture
 def page(url: str) -> Iterator[Any]:
-    exe = chromium_path()
-    sync_playwright: Any = playwright_or_skip()
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=exe, args=["--no-sandbox"])
-        p = b.new_page(viewport={"width": 1280, "height": 800})
-        p.set_default_timeout(20_000)
+    with desktop_page() as p:
         yield p
-        b.close()
 
 
 def count_cell(page: Any, name: str) -> str:

@@ -11,17 +11,17 @@ import statistics
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from ragline.testing.server import QuietHandler, serve_handler
 from tests.live_server import LiveServer
 
 
-class _Drip(BaseHTTPRequestHandler):
+class _Drip(QuietHandler):
     def do_GET(self) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")
@@ -35,17 +35,11 @@ class _Drip(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass
 
-    def log_message(self, *args: Any) -> None:
-        pass
-
 
 @pytest.fixture
 def drip_url() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Drip)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/slow.txt"
-    server.shutdown()
+    with serve_handler(_Drip) as url:
+        yield f"{url}/slow.txt"
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ from tests.ingestion_support import (
     copy_book,
     fake_of,
     fake_settings,
-    few_payload_indexes,  # noqa: F401 (fixture)
     sid,
 )
 

@@ -8,15 +8,10 @@ overviews, a preface). A collection can change or switch off the defaults.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.ingestion_support import (
-    copy_book,
-    fake_settings,
-    few_payload_indexes,  # noqa: F401 (fixture)
-)
+from tests.ingestion_support import copy_book
 
 from ragline.facade import Ragline, SearchRequest
 from ragline.ingest import load_bytes
@@ -121,13 +116,6 @@ def test_storable_key_and_odd_yaml_keys() -> None:
 
 
 # --- the tier filter keeps tier-agnostic pages ------------------------------------------
-
-
-@pytest.fixture
-def rl(tmp_path: Path) -> Iterator[Ragline]:
-    r = Ragline(fake_settings(tmp_path)).start()
-    yield r
-    r.close()
 
 
 def _tier_search(rl: Ragline, collection: str, tier: int) -> set[str]:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
@@ -15,6 +13,7 @@ from ragline.errors import InvalidInput, PayloadTooLarge
 from ragline.ingest import chunk_document, fetch_url
 from ragline.ingest.netguard import refusal_reason
 from ragline.ingest.url import canonical_url
+from ragline.testing.server import QuietHandler, serve_handler
 
 PAGE = b"""<html><head><title>Sensors page</title><script>var secret = 1;</script></head>
 <body><nav>Home | Blog | About</nav><article>
@@ -37,11 +36,11 @@ ROUTES: dict[str, tuple[int, dict[str, str], bytes]] = {
 }
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     def do_GET(self) -> None:
         if self.path == "/doc.pdf":
             body = make_pdf(["Remote PDF page one.", "Remote PDF page two."])
-            self._send(200, {"Content-Type": "application/pdf"}, body)
+            self.send(200, body, {"Content-Type": "application/pdf"})
         elif self.path == "/stream-big":  # no Content-Length: only the stream cap can stop it
             self.send_response(200)
             self.send_header("Content-Type", "text/plain")
@@ -51,30 +50,13 @@ class _Handler(BaseHTTPRequestHandler):
                     self.wfile.write(b"x" * 10_000)
         else:
             status, headers, body = ROUTES.get(self.path, (404, {}, b"not found"))
-            self._send(status, headers, body)
-
-    def _send(self, status: int, headers: dict[str, str], body: bytes) -> None:
-        self.send_response(status)
-        for key, value in headers.items():
-            self.send_header(key, value)
-        if "Content-Length" not in headers:
-            self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
+            self.send(status, body, headers)
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with serve_handler(_Handler) as url:
+        yield url
 
 
 def test_html_page_becomes_markdown(server: str) -> None:

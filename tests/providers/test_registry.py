@@ -37,7 +37,7 @@ def test_every_builtin_is_listed_with_a_valid_schema_and_capabilities() -> None:
     listing = registry.describe()
     assert listing["kinds"] == list(KINDS)
     names = {kind: {p["name"] for p in listing[kind]} for kind in KINDS}
-    assert {"qdrant-edge", "chroma", "pgvector", "qdrant", "ragline-http"} <= names["stores"]
+    assert {"qdrant-edge", "chroma", "pgvector", "qdrant", "ragline-remote"} <= names["stores"]
     assert {"local", "openai"} <= names["embedders"]
     assert {"cross-encoder", "onnx-cross-encoder"} <= names["rerankers"]
     assert "openai" in names["llms"]
@@ -52,7 +52,7 @@ def test_every_builtin_is_listed_with_a_valid_schema_and_capabilities() -> None:
 
 @pytest.mark.parametrize(("kind", "name", "secret"), [
     ("embedders", "openai", "api_key"), ("llms", "openai", "api_key"),
-    ("stores", "ragline-http", "api_key"), ("stores", "chroma", "headers"),
+    ("stores", "ragline-remote", "api_key"), ("stores", "chroma", "headers"),
 ])
 def test_secrets_are_write_only_in_schemas(kind: str, name: str, secret: str) -> None:
     schema = registry.entry(kind, name)["schema"]
@@ -62,8 +62,9 @@ def test_secrets_are_write_only_in_schemas(kind: str, name: str, secret: str) ->
 
 def test_invalid_config_names_the_field_never_the_value() -> None:
     with pytest.raises(InvalidInput) as err:
-        registry.config("stores", "ragline-http", {"base_url": "ftp://x", "api_key": "sk-SECRET",
-                                                   "timeout": -1, "colour": "blue"})
+        registry.config("stores", "ragline-remote", {"base_url": "ftp://x",
+                                                     "api_key": "sk-SECRET",
+                                                     "timeout": -1, "colour": "blue"})
     message = err.value.message
     assert "'base_url'" in message and "'timeout'" in message and "'colour'" in message
     assert "sk-SECRET" not in message and "ftp://x" not in message

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -19,8 +18,6 @@ import pytest
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
-from ragline.api import errors
-from ragline.api.routes import rerank as rerank_route
 from ragline.facade import Ragline
 from ragline.providers.registry import registry
 from ragline.providers.remote.config import RemoteRaglineConfig
@@ -29,6 +26,7 @@ from ragline.providers.rerankers.cross_encoder import CrossEncoderReranker, Mode
 from ragline.settings import Settings
 from ragline.testing.cross_encoder import tiny_cross_encoder_dir
 from ragline.testing.server import free_port, serve_in_thread
+from tests.api.helpers import rerank_app
 
 LOGGER = "ragline.providers.remote.reranker"
 
@@ -76,12 +74,7 @@ class Slow(Recording):
 
 def make_server_app(cross_encoder: Any) -> tuple[FastAPI, list[tuple[str, str, str | None]]]:
     """The real /rerank router and error handlers, a /health like the real one, a request log."""
-    app = FastAPI()
-    errors.install(app)
-    app.include_router(rerank_route.router)
-    rl = Ragline(Settings(_env_file=None, data_dir=Path(tempfile.mkdtemp()))).start()
-    rl.services.reranker = cross_encoder
-    app.state.ragline = rl
+    app = rerank_app(cross_encoder)
     seen: list[tuple[str, str, str | None]] = []
 
     @app.middleware("http")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,9 +20,6 @@ from ragline.services.expand import (
 from tests.ingestion_support import (
     SENSING,
     by_parent,
-    copy_book,
-    fake_settings,
-    few_payload_indexes,  # noqa: F401 (fixture)
     sid,
     stored,
 )
@@ -34,12 +30,9 @@ T = "default"
 
 
 @pytest.fixture
-def ingested(tmp_path: Path) -> Iterator[tuple[Ragline, list[Record]]]:
-    rl = Ragline(fake_settings(tmp_path)).start()
-    book = copy_book(tmp_path)
+def ingested(rl: Ragline, book: Path) -> tuple[Ragline, list[Record]]:
     rl.services.ingest.run_directory("book", T, book)
-    yield rl, by_parent(stored(rl))[sid(SENSING)]
-    rl.close()
+    return rl, by_parent(stored(rl))[sid(SENSING)]
 
 
 def _words(text: str) -> list[str]:

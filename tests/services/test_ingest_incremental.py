@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,11 +16,8 @@ from tests.ingestion_support import (
     SENSING,
     by_parent,
     check_chains,
-    copy_book,
     edit_section,
     fake_of,
-    fake_settings,
-    few_payload_indexes,  # noqa: F401 (fixture)
     sid,
     stored,
 )
@@ -29,18 +25,6 @@ from tests.ingestion_support import (
 pytestmark = pytest.mark.usefixtures("few_payload_indexes")
 
 T = "default"
-
-
-@pytest.fixture
-def book(tmp_path: Path) -> Path:
-    return copy_book(tmp_path)
-
-
-@pytest.fixture
-def rl(tmp_path: Path) -> Iterator[Ragline]:
-    r = Ragline(fake_settings(tmp_path)).start()
-    yield r
-    r.close()
 
 
 def expected_hashes(book: Path, rel: str) -> list[str]:

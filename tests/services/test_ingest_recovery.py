@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,14 +13,14 @@ from ragline.facade import Ragline
 from tests.ingestion_support import (
     MDX,
     SENSING,
+    Boom,
     by_parent,
     check_chains,
-    copy_book,
+    clean_snapshot,
     edit_section,
     fake_of,
-    fake_settings,
-    few_payload_indexes,  # noqa: F401 (fixture)
     sid,
+    snapshot,
     stored,
 )
 
@@ -30,31 +29,15 @@ pytestmark = pytest.mark.usefixtures("few_payload_indexes")
 T = "default"
 
 
-class Boom(RuntimeError):
-    pass
-
-
 @pytest.fixture
-def book(tmp_path: Path) -> Path:
-    return copy_book(tmp_path)
-
-
-@pytest.fixture
-def rl(tmp_path: Path) -> Iterator[Ragline]:
-    r = Ragline(fake_settings(tmp_path, ingest_retry_attempts=3)).start()
-    yield r
-    r.close()
+def rl_overrides() -> dict[str, Any]:
+    return {"ingest_retry_attempts": 3}
 
 
 def fresh_count(tmp_path: Path, book: Path) -> tuple[int, set[str]]:
     """Chunks and ids a clean ingestion of ``book`` produces (the repaired state)."""
-    clean = Ragline(fake_settings(tmp_path / "clean")).start()
-    try:
-        clean.services.ingest.run_directory("book", T, book)
-        records = stored(clean)
-        return len(records), {r.id for r in records}
-    finally:
-        clean.close()
+    clean = clean_snapshot(tmp_path, book)
+    return len(clean), set(clean)
 
 
 def test_crash_between_write_and_delete_is_repaired(rl: Ragline, book: Path, tmp_path: Path,
@@ -114,7 +97,7 @@ def test_crash_before_state_commit_of_a_new_file_then_deleted(
 def test_failing_embedder_leaves_the_index_untouched_and_is_retried(
         rl: Ragline, book: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     rl.services.ingest.run_directory("book", T, book)
-    snapshot = {r.id: r.text for r in stored(rl)}
+    before = snapshot(rl)
     fake = fake_of(rl)
     fake.fail_with = ConnectionError("embedding API down")
     edit_section(book / SENSING, "Cameras", "Camera text that cannot be embedded right now.")
@@ -122,7 +105,7 @@ def test_failing_embedder_leaves_the_index_untouched_and_is_retried(
     with pytest.raises(ProviderError, match="after 3 attempt"):
         rl.services.ingest.run_directory("book", T, book)
     assert fake.calls - calls == 3
-    assert {r.id: r.text for r in stored(rl)} == snapshot
+    assert snapshot(rl) == before
     # transient: two failures, then success
     fake.fail_with = None
     real = fake.embed

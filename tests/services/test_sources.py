@@ -4,7 +4,6 @@ ingestion state true, also when they crash half-way; re-ingesting a moved tree."
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,33 +14,17 @@ from ragline.facade import IngestSource, Ragline
 from tests.ingestion_support import (
     CODE,
     SENSING,
+    Boom,
     by_parent,
-    copy_book,
-    fake_settings,
-    few_payload_indexes,  # noqa: F401 (fixture)
+    clean_snapshot,
     sid,
+    snapshot,
     stored,
 )
 
 pytestmark = pytest.mark.usefixtures("few_payload_indexes")
 
 T = "default"
-
-
-class Boom(RuntimeError):
-    pass
-
-
-@pytest.fixture
-def book(tmp_path: Path) -> Path:
-    return copy_book(tmp_path)
-
-
-@pytest.fixture
-def rl(tmp_path: Path) -> Iterator[Ragline]:
-    r = Ragline(fake_settings(tmp_path)).start()
-    yield r
-    r.close()
 
 
 def upload(rl: Ragline, name: str, text: str) -> Any:
@@ -253,13 +236,7 @@ def test_a_moved_tree_leaves_nothing_behind_compared_with_a_clean_run(
     book.rename(moved)
     (moved / SENSING).unlink()
     rl.services.ingest.run_directory("book", T, moved)
-    clean = Ragline(fake_settings(tmp_path / "clean")).start()
-    try:
-        clean.services.ingest.run_directory("book", T, moved)
-        want = {r.id: r.text for r in stored(clean)}
-    finally:
-        clean.close()
-    assert {r.id: r.text for r in stored(rl)} == want
+    assert snapshot(rl) == clean_snapshot(tmp_path, moved)
 
 
 def test_a_second_tree_that_still_exists_is_not_reconciled_away(rl: Ragline, book: Path,

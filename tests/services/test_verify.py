@@ -13,7 +13,6 @@ from ragline.errors import Forbidden
 from ragline.facade import IngestSource, Ragline
 from tests.ingestion_support import (
     fake_settings,
-    few_payload_indexes,  # noqa: F401 (fixture)
 )
 
 pytestmark = pytest.mark.usefixtures("few_payload_indexes")

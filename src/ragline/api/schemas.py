@@ -143,7 +143,7 @@ class DocumentList(BaseModel):
 class ConnectionTest(BaseModel):
     """A provider and its config (``GET /api/providers/{name}/schema`` describes it)."""
 
-    provider: str = Field(description="A provider name, e.g. 'ragline-http'.")
+    provider: str = Field(description="A provider name, e.g. 'ragline-remote'.")
     kind: Literal["stores", "embedders", "rerankers", "llms"] = Field(
         "stores", description="The provider's kind; collections route to 'stores'.")
     options: dict[str, Any] = Field(default_factory=dict,
@@ -151,7 +151,7 @@ class ConnectionTest(BaseModel):
                                     "but never returned.")
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
-        {"provider": "ragline-http", "kind": "stores",
+        {"provider": "ragline-remote", "kind": "stores",
          "options": {"base_url": "http://rag2:8000", "api_key": "rl_0123456789ab_secret"}}]})
 
 
@@ -159,5 +159,5 @@ class ConnectionCreate(ConnectionTest):
     id: str = Field(description="The connection's id, used as ?service=ID.")
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
-        {"id": "staging", "provider": "ragline-http", "kind": "stores",
+        {"id": "staging", "provider": "ragline-remote", "kind": "stores",
          "options": {"base_url": "http://rag2:8000", "api_key": "rl_0123456789ab_secret"}}]})

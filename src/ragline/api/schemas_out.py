@@ -581,10 +581,12 @@ class ConnectionOut(BaseModel):
     created_at: str | None = None
 
     model_config = _example({
-        "id": "staging", "kind": "stores", "provider": "ragline-http", "source": "api",
+        "id": "staging", "kind": "stores", "provider": "ragline-remote", "source": "api",
         "capabilities": ["collections", "search", "embeddings", "metadata_filtering",
-                         "passthrough"],
-        "options": {"base_url": "http://rag2:8000", "timeout": 30.0, "verify_tls": True},
+                         "hybrid", "facets", "persistence", "passthrough"],
+        "options": {"base_url": "http://rag2:8000", "timeout": 30.0, "verify_tls": True,
+                    "retries": 3, "backoff": 0.2, "health_ttl": 30.0, "failure_ttl": 5.0,
+                    "collection_prefix": "shard-"},
         "secrets_set": ["api_key"], "created_at": TS})
 
 

@@ -26,12 +26,13 @@ class AsyncClient:
     def __init__(self, base_url: str = DEFAULT_URL, *, api_key: str | None = None,
                  tenant: str | None = None, timeout: float = 30.0,
                  retry: RetryPolicy | None = None,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+                 transport: httpx.AsyncBaseTransport | None = None,
+                 verify: bool = True) -> None:
         self.base_url = base_url.rstrip("/")
         self.retry = retry or RetryPolicy()
         self._http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout,
                                        headers=auth_headers(api_key, tenant),
-                                       transport=transport)
+                                       transport=transport, verify=verify)
 
     async def _send(self, call: Call[Any], *, stream: bool = False) -> httpx.Response:
         attempt = 0

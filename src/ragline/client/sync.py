@@ -34,18 +34,19 @@ class Client:
     ``api_key`` is sent as ``Authorization: Bearer``; ``tenant`` (admins) as
     ``X-Ragline-Tenant``. Errors are the ``ragline.errors`` classes the server
     raised; transient failures are retried as ``retry`` says (see
-    ``ragline.client.transport``). Use it as a context manager, or call
-    :meth:`close`.
+    ``ragline.client.transport``); ``verify=False`` skips checking the server's TLS
+    certificate. Use it as a context manager, or call :meth:`close`.
     """
 
     def __init__(self, base_url: str = DEFAULT_URL, *, api_key: str | None = None,
                  tenant: str | None = None, timeout: float = 30.0,
                  retry: RetryPolicy | None = None,
-                 transport: httpx.BaseTransport | None = None) -> None:
+                 transport: httpx.BaseTransport | None = None, verify: bool = True) -> None:
         self.base_url = base_url.rstrip("/")
         self.retry = retry or RetryPolicy()
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout,
-                                  headers=auth_headers(api_key, tenant), transport=transport)
+                                  headers=auth_headers(api_key, tenant), transport=transport,
+                                  verify=verify)
         self._tenant: dict[str, str] = {}
 
     def for_tenant(self, tenant: str) -> Client:

@@ -72,7 +72,7 @@ class RoutingService:
             conn = self.connections.get(service)
             raise InvalidInput(f"Connection '{service}' ({conn.provider}) cannot serve "
                                "collection requests: only 'local' and ragline servers "
-                               "(provider 'ragline-http') can be routed to")
+                               "(provider 'ragline-remote') can be routed to")
         return True
 
     def _client(self, base_url: str, verify: bool) -> httpx.Client:

@@ -117,7 +117,7 @@ class FakeEmbedder:
 
     @classmethod
     def connection_schema(cls) -> dict[str, Any]:
-        return FakeEmbedderConfig.model_json_schema()
+        return cls.Config.model_json_schema()
 
     def capabilities(self) -> list[str]:
         return list(self.CAPABILITIES)

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from ragline.testing.server import QuietHandler, serve_handler
 
 DIM = 16
 MODEL = "fake-model"
@@ -48,11 +48,8 @@ class FakeOpenAI:
 def fake_openai_server(dim: int = DIM) -> Iterator[FakeOpenAI]:
     state = FakeOpenAI(dim=dim)
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args: Any) -> None:
-            pass
 
         def _record(self, body: Any) -> None:
             state.requests.append({"method": self.command, "path": self.path, "body": body,
@@ -93,12 +90,7 @@ def fake_openai_server(dim: int = DIM) -> Iterator[FakeOpenAI]:
                 self._json(404, {"error": {"message": "not found"}})
 
         def _json(self, status: int, payload: Any) -> None:
-            raw = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
+            self.send(status, json.dumps(payload).encode(), {"Content-Type": "application/json"})
 
         def _stream(self, model: str, text: str) -> None:
             words = text.split(" ")
@@ -109,18 +101,8 @@ def fake_openai_server(dim: int = DIM) -> Iterator[FakeOpenAI]:
                       for c in chunks]
             raw = b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events)
             raw += b"data: [DONE]\n\n"
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
+            self.send(200, raw, {"Content-Type": "text/event-stream"})
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serve_handler(Handler) as url:
+        state.url = f"{url}/v1"
         yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()

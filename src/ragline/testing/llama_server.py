@@ -15,18 +15,16 @@ from __future__ import annotations
 import json
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from ragline.testing.server import free_port
+from ragline.testing.server import QuietHandler, free_port, serve_handler
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_ALIAS = "smollm2"
@@ -97,10 +95,7 @@ def recording_proxy(upstream: str) -> Iterator[RecordingProxy]:
     base = upstream.rsplit("/v1", 1)[0]
     client = httpx.Client(timeout=300)
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
+    class Handler(QuietHandler):
         def _relay(self, method: str) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             try:
@@ -128,12 +123,9 @@ def recording_proxy(upstream: str) -> Iterator[RecordingProxy]:
         def do_POST(self) -> None:
             self._relay("POST")
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
-        yield state
+        with serve_handler(Handler) as url:
+            state.url = f"{url}/v1"
+            yield state
     finally:
-        httpd.shutdown()
-        httpd.server_close()
         client.close()

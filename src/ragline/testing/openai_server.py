@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from ragline.testing.scripted_llm import ScriptedChatModel
+from ragline.testing.server import QuietHandler, serve_handler
 
 
 def _chunk(model: str, delta: dict[str, str], finish: str | None) -> bytes:
@@ -32,10 +31,7 @@ def _chunk(model: str, delta: dict[str, str], finish: str | None) -> bytes:
 def scripted_openai_server(llm: ScriptedChatModel) -> Iterator[str]:
     """Serve ``llm`` on 127.0.0.1 until the block exits; yields the base URL (``.../v1``)."""
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
+    class Handler(QuietHandler):
         def do_POST(self) -> None:
             if not self.path.rstrip("/").endswith("/chat/completions"):
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
@@ -69,18 +65,7 @@ def scripted_openai_server(llm: ScriptedChatModel) -> Iterator[str]:
                                        "total_tokens": 0}})
 
         def _send(self, status: int, payload: dict[str, Any]) -> None:
-            raw = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
+            self.send(status, json.dumps(payload).encode(), {"Content-Type": "application/json"})
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serve_handler(Handler) as url:
+        yield f"{url}/v1"

@@ -10,10 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
@@ -21,6 +19,7 @@ import pytest
 
 from ragline.errors import InvalidInput, ProviderError
 from ragline.providers.embedders.openai_compat import OpenAIEmbedder, retry_after_seconds
+from ragline.testing.server import QuietHandler, serve_handler
 
 KEY = "sk-test-0123456789abcdef"
 DIM = 6
@@ -48,10 +47,7 @@ class Server:
 def server() -> Iterator[Server]:
     state = Server(url="")
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
+    class Handler(QuietHandler):
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             state.requests.append(
@@ -59,7 +55,7 @@ def server() -> Iterator[Server]:
             )
             if state.script:
                 status, headers, text = state.script.pop(0)
-                self._send(status, text.encode(), headers)
+                self.send(status, text.encode(), headers)
                 return
             data = [
                 {"object": "embedding", "index": i, "embedding": fake_vector(t)}
@@ -69,23 +65,11 @@ def server() -> Iterator[Server]:
                 data.reverse()  # the protocol allows any order; the client sorts by index
             payload = {"object": "list", "data": data, "model": body["model"],
                        "usage": {"prompt_tokens": 1, "total_tokens": 1}}
-            self._send(200, json.dumps(payload).encode(), {"Content-Type": "application/json"})
+            self.send(200, json.dumps(payload).encode(), {"Content-Type": "application/json"})
 
-        def _send(self, status: int, raw: bytes, headers: dict[str, str]) -> None:
-            self.send_response(status)
-            for k, v in headers.items():
-                self.send_header(k, v)
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield state
-    httpd.shutdown()
-    httpd.server_close()
+    with serve_handler(Handler) as url:
+        state.url = f"{url}/v1"
+        yield state
 
 
 def make(server: Server, **kw: Any) -> OpenAIEmbedder:

@@ -12,6 +12,14 @@ across queries of a ``query_batch``), ``get(..., with_vectors=True)`` returns
 no vectors (the remote API does not hand stored embeddings out by id, so
 ingestion re-embeds unchanged chunks), and ``size_bytes`` is what the remote's
 ``/info`` reports.
+
+The same class is what a named connection of provider ``ragline-remote`` builds, so
+one connection is both a store and a ``?service=ID`` pass-through target:
+:meth:`RemoteRaglineStore.http_target` says where ``ragline.services.routing``
+forwards collection requests unchanged (with the connection's key and the caller's
+tenant and role), and :meth:`RemoteRaglineStore.health` reports the server's own
+details (collection count, storage size, version, cross-encoder) and whether the key
+is accepted, whichever way the connection is used.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any, ClassVar, TypeVar
 
+import httpx
 import numpy as np
 
 from ragline.client import Client, models
@@ -37,7 +46,14 @@ from ragline.errors import (
     StoreUnavailable,
 )
 from ragline.providers.base import Health, ProviderConfig
-from ragline.providers.remote.config import RemoteRaglineConfig, client_for, schema
+from ragline.providers.remote.config import (
+    HttpTarget,
+    RemoteRaglineConfig,
+    client_for,
+    http_target,
+    safe_url,
+    schema,
+)
 
 T = TypeVar("T")
 DIM_KEY = "ragline_shard_dimension"
@@ -49,7 +65,8 @@ class RemoteRaglineStore:
     kind: ClassVar[str] = "store"
     Config: ClassVar[type[ProviderConfig]] = RemoteRaglineConfig
     CAPABILITIES: ClassVar[list[str]] = [
-        "collections", "search", "metadata_filtering", "hybrid", "facets", "persistence",
+        "collections", "search", "embeddings", "metadata_filtering", "hybrid", "facets",
+        "persistence", "passthrough",
     ]
 
     def __init__(self, config: RemoteRaglineConfig) -> None:
@@ -203,17 +220,40 @@ class RemoteRaglineStore:
     def capabilities(self) -> list[str]:
         return list(self.CAPABILITIES)
 
+    def http_target(self) -> HttpTarget:
+        """Where ``?service=ID`` forwards collection requests for a connection of this
+        provider: the server's URL, the connection's key, timeout and TLS verification."""
+        return http_target(self.config)
+
     def health(self) -> Health:
-        details: dict[str, Any] = {"engine": "ragline-remote", "url": self.client.base_url}
+        """``GET /health`` of the server (status, version, collection count, storage size,
+        cross-encoder) and whether the key is accepted (``GET /info``): ``down`` when it
+        cannot be reached or answers an error, ``degraded`` when it refuses the key or is
+        not healthy itself."""
+        details: dict[str, Any] = {"engine": "ragline-remote",
+                                   "url": safe_url(self.client.base_url)}
         t0 = time.perf_counter()
         try:
             answer: models.Health = self.client.health()
+        except ServerUnreachable as exc:
+            return Health.now("down", details, error=f"unreachable: {_unreachable(exc)}")
         except RaglineError as exc:
-            return Health.now("down", details, error=exc.message)
+            status = exc.details.get("status")
+            return Health.now("down", details, error=f"GET /health answered {status}"
+                              if status else f"GET /health failed: {exc.code}")
         details.update(latency_ms=round((time.perf_counter() - t0) * 1000, 2),
                        remote_status=answer.status, version=answer.version,
                        collection_count=answer.collections,
-                       storage_bytes=answer.storage_bytes)
+                       storage_bytes=answer.storage_bytes,
+                       cross_encoder=answer.cross_encoder)
+        try:
+            self.client.info()
+            details["key_accepted"] = True
+        except RaglineError as exc:
+            if exc.details.get("status") not in (401, 403):
+                return Health.now("degraded", details, error=f"GET /info failed: {exc.code}")
+            details["key_accepted"] = False
+            return Health.now("degraded", details, error="the API key was refused")
         return Health.now("ok" if answer.status == "healthy" else "degraded", details)
 
     def close(self) -> None:
@@ -223,3 +263,10 @@ class RemoteRaglineStore:
 def _scored(h: models.SearchHit) -> ScoredRecord:
     vector = None if h.embedding is None else np.asarray(h.embedding, dtype=np.float32)
     return ScoredRecord(h.id, h.text, h.metadata, float(h.score or 0.0), vector)
+
+
+def _unreachable(exc: ServerUnreachable) -> str:
+    """Why the server could not be reached, without its URL (which may carry credentials)."""
+    cause = exc.__cause__
+    what = "timed out" if isinstance(cause, httpx.TimeoutException) else "could not be reached"
+    return f"the server {what} ({type(cause).__name__ if cause else 'error'})"

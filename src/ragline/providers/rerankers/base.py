@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Protocol, TypedDict, runtime_checkable
 import numpy as np
 
 from ragline.errors import InvalidInput, RaglineError, RerankError
-from ragline.providers.base import Health, ProviderConfig
+from ragline.providers.base import Health, ProviderConfig, config_schema
 
 log = logging.getLogger(__name__)
 
@@ -98,3 +98,59 @@ def score_and_rank(
         {"id": documents[i].get("id"), "score": float(scores[i]), "original_rank": i + 1}
         for i in order
     ]
+
+
+class LocalCrossEncoder:
+    """What every in-process cross-encoder shares around its own scorer: ``rerank()``
+    (:func:`score_and_rank` over ``_score``), the ``/health`` object, the schema of its
+    ``Config``, its capabilities and a health probe that scores one pair.
+
+    A subclass sets ``Config``, ``CAPABILITIES`` and ``config`` (with ``model``,
+    ``max_documents`` and ``max_chars``) and implements ``_score``.
+    """
+
+    Config: ClassVar[type[ProviderConfig]]
+    CAPABILITIES: ClassVar[list[str]]
+    config: Any
+
+    @property
+    def model(self) -> str:
+        return str(self.config.model)
+
+    def _score(self, pairs: list[tuple[str, str]]) -> Any:
+        """One score per (query, text) pair, higher is more relevant."""
+        raise NotImplementedError
+
+    def rerank(
+        self, query: str, documents: Sequence[Mapping[str, Any]], top_k: int | None = None
+    ) -> list[RerankedItem]:
+        """Score every document, sort by score descending, then keep ``top_k``.
+
+        Ties keep input order so results are deterministic. Raises
+        :class:`InvalidInput` for too many documents or a bad ``top_k`` and
+        :class:`RerankError` (500) when the model itself fails.
+        """
+        return score_and_rank(
+            query, documents, top_k, max_documents=self.config.max_documents,
+            max_chars=self.config.max_chars, model=self.model, score_pairs=self._score,
+        )
+
+    def health_info(self) -> dict[str, str]:
+        """The ``cross_encoder`` object for ``GET /health`` (spec 000)."""
+        return {"model": self.model, "status": "loaded"}
+
+    @classmethod
+    def connection_schema(cls) -> dict[str, Any]:
+        return config_schema(cls.Config)
+
+    def capabilities(self) -> list[str]:
+        return list(self.CAPABILITIES)
+
+    def health(self) -> Health:
+        """One tiny pair scored: the model is loaded *and* runs."""
+        details: dict[str, Any] = dict(self.health_info())
+        try:
+            self.rerank("health", [{"id": "probe", "text": "check"}])
+        except Exception as exc:  # health reports, it does not raise
+            return Health.now("down", details, error=f"scoring failed ({type(exc).__name__})")
+        return Health.now("ok", details)

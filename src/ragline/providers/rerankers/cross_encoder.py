@@ -18,7 +18,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
@@ -27,8 +27,8 @@ import numpy as np
 from pydantic import Field
 
 from ragline.errors import ModelLoadError
-from ragline.providers.base import Health, ProviderConfig, config_schema
-from ragline.providers.rerankers.base import RerankedItem, score_and_rank
+from ragline.providers.base import ProviderConfig
+from ragline.providers.rerankers.base import LocalCrossEncoder
 from ragline.providers.rerankers.catalog import enable_hint
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ class CrossEncoderConfig(ProviderConfig):
     local_files_only: bool = Field(False, description="Never contact the hub.")
 
 
-class CrossEncoderReranker:
+class CrossEncoderReranker(LocalCrossEncoder):
     """Scores (query, document) pairs with a loaded CrossEncoder; thread-safe."""
 
     name: ClassVar[str] = "cross-encoder"
@@ -130,52 +130,14 @@ class CrossEncoderReranker:
         config = CrossEncoderConfig(model=source.value, local_files_only=source.is_path, **options)
         return cls(config)
 
-    @property
-    def model(self) -> str:
-        return self.config.model
-
-    def rerank(
-        self, query: str, documents: Sequence[Mapping[str, Any]], top_k: int | None = None
-    ) -> list[RerankedItem]:
-        """Score every document, sort by score descending, then keep ``top_k``.
-
-        Ties keep input order so results are deterministic. Raises
-        :class:`InvalidInput` for too many documents or a bad ``top_k`` and
-        :class:`RerankError` (500) when the model itself fails.
-        """
-        def score(pairs: list[tuple[str, str]]) -> Any:
-            with self._lock:
-                raw = self._model.predict(
-                    pairs, batch_size=self.config.batch_size, show_progress_bar=False
-                )
-            scores = np.asarray(raw, dtype=np.float64)
-            # multi-label heads: the last column is "relevant"
-            return scores[:, -1] if scores.ndim > 1 else scores
-
-        return score_and_rank(
-            query, documents, top_k, max_documents=self.config.max_documents,
-            max_chars=self.config.max_chars, model=self.model, score_pairs=score,
-        )
-
-    def health_info(self) -> dict[str, str]:
-        """The ``cross_encoder`` object for ``GET /health`` (spec 000)."""
-        return {"model": self.model, "status": "loaded"}
-
-    @classmethod
-    def connection_schema(cls) -> dict[str, Any]:
-        return config_schema(CrossEncoderConfig)
-
-    def capabilities(self) -> list[str]:
-        return list(self.CAPABILITIES)
-
-    def health(self) -> Health:
-        """One tiny pair scored: the model is loaded *and* runs."""
-        details: dict[str, Any] = dict(self.health_info())
-        try:
-            self.rerank("health", [{"id": "probe", "text": "check"}])
-        except Exception as exc:  # health reports, it does not raise
-            return Health.now("down", details, error=f"scoring failed ({type(exc).__name__})")
-        return Health.now("ok", details)
+    def _score(self, pairs: list[tuple[str, str]]) -> Any:
+        with self._lock:
+            raw = self._model.predict(
+                pairs, batch_size=self.config.batch_size, show_progress_bar=False
+            )
+        scores = np.asarray(raw, dtype=np.float64)
+        # multi-label heads: the last column is "relevant"
+        return scores[:, -1] if scores.ndim > 1 else scores
 
 
 def load_from_settings(

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -27,8 +26,8 @@ import numpy as np
 from pydantic import Field
 
 from ragline.errors import ModelLoadError, RaglineError
-from ragline.providers.base import Health, ProviderConfig, config_schema
-from ragline.providers.rerankers.base import RerankedItem, score_and_rank
+from ragline.providers.base import ProviderConfig
+from ragline.providers.rerankers.base import LocalCrossEncoder
 from ragline.providers.rerankers.onnx_export import MANIFEST, SUFFIX, slug
 
 log = logging.getLogger(__name__)
@@ -78,7 +77,7 @@ def _built_from(path: Path, model: str) -> bool:
         return False
 
 
-class OnnxCrossEncoderReranker:
+class OnnxCrossEncoderReranker(LocalCrossEncoder):
     """Scores (query, document) pairs with an exported cross-encoder; thread-safe."""
 
     name: ClassVar[str] = "onnx-cross-encoder"
@@ -132,10 +131,6 @@ class OnnxCrossEncoderReranker:
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
 
-    @property
-    def model(self) -> str:
-        return self.config.model
-
     def _logits(self, pairs: list[tuple[str, str]]) -> np.ndarray:
         encodings = self._tok.encode_batch(pairs)
         order = sorted(range(len(pairs)), key=lambda i: len(encodings[i].ids))
@@ -156,41 +151,7 @@ class OnnxCrossEncoderReranker:
             out[idx] = logits[:, -1] if logits.ndim > 1 else logits
         return out
 
-    def rerank(
-        self, query: str, documents: Sequence[Mapping[str, Any]], top_k: int | None = None
-    ) -> list[RerankedItem]:
-        """Score every document, sort by score descending, then keep ``top_k``.
-
-        Same contract as ``CrossEncoderReranker.rerank``: ties keep input
-        order, :class:`InvalidInput` for too many documents or a bad ``top_k``,
-        :class:`RerankError` when the model fails.
-        """
-        def score(pairs: list[tuple[str, str]]) -> Any:
-            with self._lock:
-                logits = self._logits(pairs)
-            return 1.0 / (1.0 + np.exp(-logits)) if self._sigmoid else logits
-
-        return score_and_rank(
-            query, documents, top_k, max_documents=self.config.max_documents,
-            max_chars=self.config.max_chars, model=self.model, score_pairs=score,
-        )
-
-    def health_info(self) -> dict[str, str]:
-        """The ``cross_encoder`` object for ``GET /health`` (spec 000)."""
-        return {"model": self.model, "status": "loaded"}
-
-    @classmethod
-    def connection_schema(cls) -> dict[str, Any]:
-        return config_schema(OnnxCrossEncoderConfig)
-
-    def capabilities(self) -> list[str]:
-        return list(self.CAPABILITIES)
-
-    def health(self) -> Health:
-        """One tiny pair scored: the model is loaded *and* runs."""
-        details: dict[str, Any] = dict(self.health_info())
-        try:
-            self.rerank("health", [{"id": "probe", "text": "check"}])
-        except Exception as exc:  # health reports, it does not raise
-            return Health.now("down", details, error=f"scoring failed ({type(exc).__name__})")
-        return Health.now("ok", details)
+    def _score(self, pairs: list[tuple[str, str]]) -> Any:
+        with self._lock:
+            logits = self._logits(pairs)
+        return 1.0 / (1.0 + np.exp(-logits)) if self._sigmoid else logits

@@ -87,3 +87,13 @@ class VectorStore(Protocol):
     def health(self) -> Health: ...
 
     def close(self) -> None: ...
+
+
+def scalar_sort_key(v: Any) -> tuple[int, Any]:
+    """The order ``distinct()`` answers in, the same for every store: booleans, then
+    numbers, then everything else as text (mixed types cannot be compared directly)."""
+    if isinstance(v, bool):
+        return (0, v)
+    if isinstance(v, int | float):
+        return (1, v)
+    return (2, str(v))

@@ -60,6 +60,7 @@ from ragline.errors import (
     StoreUnavailable,
 )
 from ragline.providers.base import Health, ProviderConfig, config_schema
+from ragline.providers.stores.base import scalar_sort_key
 from ragline.providers.stores.chroma.config import ChromaConfig
 from ragline.providers.stores.chroma.encoding import (
     SUPPORTED_OPERATORS,
@@ -488,7 +489,7 @@ class ChromaStore:
             if len(got["ids"]) < SCAN_PAGE:
                 break
             offset += SCAN_PAGE
-        return sorted((x for _, x in values), key=_sort_key)
+        return sorted((x for _, x in values), key=scalar_sort_key)
 
     # -- housekeeping --------------------------------------------------------------
     def size_bytes(self, key: str) -> int:
@@ -595,11 +596,3 @@ def _local_size(root: Path, collection_id: str) -> int:
     files = sum(int(f.stat().st_blocks) * 512 for s in segs if (root / s).is_dir()
                 for f in (root / s).rglob("*") if f.is_file())
     return int(files) + meta_bytes
-
-
-def _sort_key(v: Any) -> tuple[int, Any]:
-    if isinstance(v, bool):
-        return (0, v)
-    if isinstance(v, int | float):
-        return (1, v)
-    return (2, str(v))

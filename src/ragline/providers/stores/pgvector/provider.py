@@ -42,6 +42,7 @@ from ragline.core.filters import Node
 from ragline.core.types import Page, Record, Scalar, ScoredRecord, StoreQuery
 from ragline.errors import StoreError, StoreUnavailable
 from ragline.providers.base import Health, ProviderConfig, config_schema
+from ragline.providers.stores.base import scalar_sort_key
 from ragline.providers.stores.pgvector import queries
 from ragline.providers.stores.pgvector.where_sql import tenant_where
 
@@ -340,7 +341,7 @@ class PgvectorStore:
             "AND jsonb_typeof(v) <> 'null'").format(self._table(key)),
             {"f": field, "tenant": tenant})
         values = {(type(r[0]) is bool, r[0]) for r in rows}
-        return sorted((v for _, v in values), key=_sort_key)
+        return sorted((v for _, v in values), key=scalar_sort_key)
 
     # -- housekeeping ----------------------------------------------------------------
     def size_bytes(self, key: str) -> int:
@@ -414,11 +415,3 @@ def _record(r: Any, with_vectors: bool) -> Record:
 def _scored(r: Any, with_vectors: bool) -> ScoredRecord:
     emb = _vector(r[4]) if with_vectors and len(r) > 4 else None
     return ScoredRecord(r[1], r[2], r[3] or {}, float(r[0]), emb)
-
-
-def _sort_key(v: Any) -> tuple[int, Any]:
-    if isinstance(v, bool):
-        return (0, v)
-    if isinstance(v, int | float):
-        return (1, v)
-    return (2, str(v))

@@ -45,6 +45,7 @@ from ragline.core.ids import point_id
 from ragline.core.types import Page, Record, Scalar, ScoredRecord, StoreQuery
 from ragline.errors import InvalidInput, StoreError, StoreUnavailable
 from ragline.providers.base import Health, ProviderConfig, config_schema
+from ragline.providers.stores.base import scalar_sort_key
 from ragline.providers.stores.qdrant_common.fields import FieldKinds
 from ragline.providers.stores.qdrant_common.filters import (
     bool_path,
@@ -416,7 +417,7 @@ class QdrantServerStore:
         if not self.local and kind in ("keyword", "integer"):  # facets need the index
             resp = self._call(self.client.facet, name, field_path(field), facet_filter=flt,
                               limit=1_000_000, exact=True)
-            return sorted({h.value for h in resp.hits}, key=_sort_key)
+            return sorted({h.value for h in resp.hits}, key=scalar_sort_key)
         cursor = None
         while True:
             pts, cursor = self._call(self.client.scroll, name, scroll_filter=flt, limit=5000,
@@ -429,7 +430,7 @@ class QdrantServerStore:
                         values.add((type(x) is bool, x))
             if cursor is None:
                 break
-        return sorted((x for _, x in values), key=_sort_key)
+        return sorted((x for _, x in values), key=scalar_sort_key)
 
     # -- housekeeping --------------------------------------------------------------------
     def size_bytes(self, key: str) -> int:
@@ -511,11 +512,3 @@ def _record(p: Any, with_vector: bool) -> Record:
 def _scored(p: Any, with_vector: bool) -> ScoredRecord:
     r = _record(p, with_vector)
     return ScoredRecord(r.id, r.text, r.metadata, float(p.score), r.embedding)
-
-
-def _sort_key(v: Any) -> tuple[int, Any]:
-    if isinstance(v, bool):
-        return (0, v)
-    if isinstance(v, int | float):
-        return (1, v)
-    return (2, str(v))
