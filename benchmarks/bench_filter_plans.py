@@ -298,14 +298,11 @@ def merge(parts: list[list[Any]]) -> list[Any]:
 
 
 def new_plan(store: QdrantEdgeStore, node: Any, qv: np.ndarray) -> list[Any]:
-    """This tree's plan as raw Edge calls (``queries.dense_plan`` + the short re-run)."""
-    from ragline.providers.stores.qdrant_edge.queries import dense_plan
-
+    """This tree's plan as raw Edge calls (the store's plan + the short re-run)."""
     sh = store._shards["k"]
-    info = sh.shard.info()
     flt = tenant_filter("default", node)
-    dp = dense_plan(sh.shard, info, flt, node, store._linked(sh, info),
-                    store.config.exact_search_max_matches, store.config.hnsw_ef)
+    dp = store.plan("k", StoreQuery("default", SearchMode.DENSE, 10, vector=qv, where=node))
+    assert dp is not None
     if dp.kind == "split":
         pts = merge([sh.shard.query(request(qv, tenant_filter("default", part), dp.params))
                      for part in dp.parts])

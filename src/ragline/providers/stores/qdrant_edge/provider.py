@@ -512,9 +512,12 @@ class QdrantEdgeStore:
 
     def _dense_plan(self, sh: _Shard, info: Any, linked: frozenset[str],
                     sq: StoreQuery) -> DensePlan:
+        # Edge's full-scan threshold in points: values with at least this many get links
+        dim = len(sq.vector) if sq.vector is not None else 1
+        links_min = self.config.hnsw_full_scan_threshold_kb * 1024 // (4 * max(dim, 1))
         return dense_plan(sh.shard, info, tenant_filter(sq.tenant, sq.where), sq.where,
                           linked, self.config.exact_search_max_matches, self.config.hnsw_ef,
-                          split=sq.mode == "dense")
+                          links_min, split=sq.mode == "dense")
 
     def _plan(self, sh: _Shard, info: Any, linked: frozenset[str], slot: int,
               sq: StoreQuery) -> _Plan | None:
