@@ -14,8 +14,10 @@ PYTEST_ARGS ?=
 .PHONY: install install-dev serve test test-slow test-chroma test-fresh-clone test-llm lint typecheck bench bench-chat clean
 
 # The spec 000/002 HTTP scenarios, run again on a ragline whose store is Chroma
-# (in-process, and a real `chroma run` server the tests start).
-CHROMA_API_TESTS := tests/api/test_collections.py tests/api/test_documents.py tests/api/test_search.py
+# (in-process, and a real `chroma run` server the tests start), and ?service= routing to
+# Chroma as a second store.
+CHROMA_API_TESTS := tests/api/test_collections.py tests/api/test_documents.py tests/api/test_search.py \
+	tests/api/test_service_routing_stores.py
 
 $(BIN)/python:
 	@echo "==> creating the virtualenv $(VENV) ($(PY))"

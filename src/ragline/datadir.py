@@ -11,6 +11,12 @@ Version history:
 * 0 - no version file (ragline before 0.1.0's operations work); same layout as 1.
 * 1 - ``catalog.sqlite3`` + ``collections/<shard>/`` (one Qdrant Edge shard
   each) + ``uploads/``, and this file.
+* 2 - the catalog records its schema version (shared with the PostgreSQL
+  catalog, :mod:`ragline.catalog.schema_version`) and keeps waiting uploads in
+  its ``job_inputs`` table, so ``uploads/`` is gone. The catalog migrates its
+  own tables when it opens; this version exists so that a ragline from before it,
+  which would misread the migrated catalog (its job table was renamed), refuses
+  the directory instead.
 """
 
 from __future__ import annotations
@@ -28,15 +34,21 @@ from ragline.errors import DataFormatError
 log = logging.getLogger(__name__)
 
 FORMAT_FILE: Final = "ragline-format.json"
-FORMAT_VERSION: Final = 1
+FORMAT_VERSION: Final = 2
 
 
 def _v0_to_v1(data_dir: Path) -> None:
     """Version 0 had the same files; only the version file is new."""
 
 
+def _v1_to_v2(data_dir: Path) -> None:
+    """Nothing to move: the catalog migrates its tables on open (it refuses a newer
+    schema by itself), and job inputs left in ``uploads/`` belong to jobs a restart
+    fails anyway (start-up removes them)."""
+
+
 # MIGRATIONS[n] turns a version-n directory into version n+1 (in place, idempotent).
-MIGRATIONS: dict[int, Callable[[Path], None]] = {0: _v0_to_v1}
+MIGRATIONS: dict[int, Callable[[Path], None]] = {0: _v0_to_v1, 1: _v1_to_v2}
 
 
 def read_version(data_dir: Path) -> int | None:

@@ -45,6 +45,7 @@ from ragline.errors import (
     RerankError,
 )
 from ragline.facade_answers import AnswersMixin
+from ragline.facade_routed import Borrowed, RoutedFacades, connection_settings
 from ragline.observability.metrics import render as metrics_render
 from ragline.providers.llms.base import ChatModel
 from ragline.providers.registry import registry
@@ -54,6 +55,7 @@ from ragline.services.auth import AuthService
 from ragline.services.backup import BackupService
 from ragline.services.backup import restore as _restore
 from ragline.services.backup import unpack_archive as _unpack_archive
+from ragline.services.catalog_backup import CatalogBackupService
 from ragline.services.collections import MSG_NOT_EXIST, CollectionService
 from ragline.services.connections import ConnectionService
 from ragline.services.context import ContextService
@@ -179,6 +181,9 @@ class Ragline(AnswersMixin):
         self._portal_lock = threading.Lock()
         self._lock: DataDirLock | None = None
         self.address: str | None = None  # set by `ragline serve`: named to a second process
+        # set on the facade of a store connection (facade_routed.py); None: this server's
+        self._borrowed: Borrowed | None = None
+        self._routed: RoutedFacades[Ragline] = RoutedFacades(self._connection_facade)
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> Ragline:
@@ -190,12 +195,14 @@ class Ragline(AnswersMixin):
         s.data_dir.mkdir(parents=True, exist_ok=True)
         configure_registry(s)  # RAGLINE_PROVIDERS_ALLOW, before any provider is looked up
         # a shared catalog (PostgreSQL) is many processes' by design: no directory lock,
-        # and the data directory holds no catalog or shards to migrate
-        lock = None if s.shared_catalog else DataDirLock(s.data_dir)
+        # and the data directory holds no catalog or shards to migrate; a connection's
+        # facade lives in a directory of the server's, under the server's lock
+        borrowed = self._borrowed
+        lock = None if s.shared_catalog or borrowed else DataDirLock(s.data_dir)
         if lock is not None:
             lock.acquire(self.address)
         try:
-            if lock is not None:
+            if not s.shared_catalog:
                 ensure_format(s.data_dir)  # migrates older layouts, refuses newer ones
             tables = open_catalog(s)
         except BaseException:
@@ -203,8 +210,13 @@ class Ragline(AnswersMixin):
                 lock.release()
             raise
         try:
-            store = build_store(s)
+            store = borrowed.store if borrowed else build_store(s)
             if s.shared_catalog and "shared" not in store.capabilities():
+                if borrowed:  # the connection's store stays open: it is not ours
+                    raise ConfigError(
+                        f"Connection '{borrowed.connection}' ({store.name}) cannot serve "
+                        "collection requests with catalog 'postgres': the catalog is shared "
+                        "by many processes and this store is not (use pgvector or qdrant)")
                 store.close()
                 raise ConfigError(f"catalog 'postgres' is shared by many processes; store "
                                   f"'{s.store}' is not (use pgvector or qdrant)")
@@ -215,14 +227,17 @@ class Ragline(AnswersMixin):
             raise
         try:
             self._services = self._wire(tables, store)
-            self._recover(self._services, orphans=not s.shared_catalog)
+            # orphans: a connection's store may hold other catalogs' shards (this server's
+            # own, another server's): never removed from here
+            self._recover(self._services, orphans=not (s.shared_catalog or borrowed))
             if s.background_indexing:  # issue 18: index builds off the serving path
                 self._services.indexing.start()
         except BaseException:
             if self._services is not None:
                 self._services.retrieval.close()
                 self._services = None
-            store.close()
+            if not borrowed:
+                store.close()
             tables.close()
             if lock is not None:
                 lock.release()
@@ -233,11 +248,12 @@ class Ragline(AnswersMixin):
     def _wire(self, tables: CatalogTables, store: VectorStore) -> Services:
         s = self.settings
         catalog = tables.collections
-        embedders = EmbedderPool(s)
+        borrowed = self._borrowed
+        embedders = borrowed.embedders if borrowed else EmbedderPool(s)
         collections = CollectionService(catalog, store, embedders)
         documents = DocumentService(collections, store, s.max_documents_per_request, embedders,
                                     limits=InputLimits.from_settings(s))
-        reranker = build_reranker(s)
+        reranker = None if borrowed else build_reranker(s)  # borrowed: self._reranker
         retrieval = RetrievalService(
             collections, store, embedders, s.rrf_k, s.hybrid_candidates,
             reranker=self._reranker, fusion=s.hybrid_fusion,
@@ -255,7 +271,8 @@ class Ragline(AnswersMixin):
                                    s.indexing_interval_s)
         ingestion = IngestionService(s, ingest, jobs, search)
         connections = ConnectionService(s, tables.connections, store)
-        embedders.connections = connections.embedder  # embed.provider may name one
+        if not borrowed:
+            embedders.connections = connections.embedder  # embed.provider may name one
         return Services(
             catalog=catalog, store=store, embedders=embedders, collections=collections,
             documents=documents, retrieval=retrieval, search=search, ingest_state=state,
@@ -264,8 +281,10 @@ class Ragline(AnswersMixin):
             webhook=WebhookService(s, ingestion.submit, tables.deliveries),
             auth=AuthService(s, tables.keys),
             backups=BackupService(tables.sqlite, store) if tables.sqlite is not None else None,
-            operations=OperationsService(s.data_dir, store, collections, embedders, retrieval,
-                                         self._reranker, disk, indexing),
+            operations=OperationsService(
+                s.data_dir, store, collections, embedders, retrieval, self._reranker, disk,
+                indexing, catalog={"backend": tables.backend,
+                                   "schema_version": tables.schema_version}),
             reranker=reranker, indexing=indexing,
             answers=build_answers(s, tables.conversations, collections, embedders, search,
                                   self._llm),
@@ -285,8 +304,20 @@ class Ragline(AnswersMixin):
                                 self.settings.catalog_options.worker_poll_s)
 
     def _reranker(self) -> Any | None:
-        """The loaded reranker, read at use (a getter, so services see a replacement)."""
+        """The loaded reranker, read at use (a getter, so services see a replacement);
+        a connection's facade uses the server's."""
+        if self._borrowed is not None:
+            return self._borrowed.reranker()
         return self._services.reranker if self._services is not None else None
+
+    def _connection_facade(self, cid: str) -> Ragline:
+        """The (unstarted) facade serving store connection ``cid``: facade_routed.py."""
+        sv = self.services
+        provider = sv.connections.get(cid).provider
+        facade = Ragline(connection_settings(self.settings, cid, provider), llm=self._llm)
+        facade._borrowed = Borrowed(cid, sv.connections.instance(cid), sv.embedders,
+                                    self._reranker)
+        return facade
 
     @staticmethod
     def _recover(sv: Services, orphans: bool = True) -> None:
@@ -308,13 +339,15 @@ class Ragline(AnswersMixin):
         if sv is None:
             return
         try:
+            self._routed.close()  # before the connections: their stores are closed there
             sv.indexing.stop()  # an unfinished build is abandoned; its copy is removed
             sv.jobs.close()
             sv.ingest.fetcher.close()
             sv.routing.close()
             sv.connections.close()
             sv.retrieval.close()
-            sv.store.close()
+            if self._borrowed is None:  # a connection's store is closed with the connection
+                sv.store.close()
             sv.tables.close()
         finally:
             if self._lock is not None:
@@ -443,9 +476,27 @@ class Ragline(AnswersMixin):
     # -- backups -----------------------------------------------------------------------
     def backup(self, caller: Principal, dest: Path) -> dict[str, Any]:
         """Consistent online snapshot of catalog and shards into ``dest`` (absent or empty);
-        writes wait for the copy, searches do not (ragline.services.backup)."""
+        writes wait for the copy, searches do not (ragline.services.backup). With a shared
+        catalog: its rows as JSON and every collection in the export format
+        (ragline.services.catalog_backup)."""
         self._admin(caller, "take backups")
+        if self.services.backups is None and self.services.tables.rows is not None:
+            return self._catalog_backups().backup(dest)
         return self._backups().backup(dest)
+
+    def restore_catalog(self, caller: Principal, src: Path) -> dict[str, Any]:
+        """Restore a backup of a shared catalog (``backup`` above) into this setup, whose
+        catalog must be empty (a data-directory backup: :func:`restore_backup`)."""
+        self._admin(caller, "restore backups")
+        return self._catalog_backups().restore(src)
+
+    def _catalog_backups(self) -> CatalogBackupService:
+        rows = self.services.tables.rows
+        if rows is None:
+            raise InvalidInput("The embedded catalog is restored as a data directory: "
+                               "`ragline restore SRC --data-dir DIR`")
+        return CatalogBackupService(rows, self.services.collections, self._transfer(),
+                                    self.services.tables.backend)
 
     def backup_archive(self, caller: Principal, workdir: Path) -> Path:
         """The same snapshot as one .tar.gz under ``workdir`` (``POST /admin/backup``)."""
@@ -474,9 +525,10 @@ class Ragline(AnswersMixin):
     def _backups(self) -> BackupService:
         backups = self.services.backups
         if backups is None:
-            raise InvalidInput("With catalog 'postgres' there is no data directory to back "
-                               "up: back up PostgreSQL (pg_dump) and the store with their own "
-                               "tools, or use `ragline export` (docs/scaling.md)")
+            raise InvalidInput("With catalog 'postgres' there is no data directory to pack: "
+                               "run `ragline backup DEST` on that setup (catalog rows and "
+                               "collections as JSON), or pg_dump and the store's own backups "
+                               "(docs/scaling.md)")
         return backups
 
     # -- documents ---------------------------------------------------------------------
@@ -508,6 +560,8 @@ class Ragline(AnswersMixin):
         if ids is None and node is None:
             raise InvalidInput("Give 'ids' or a non-empty 'where' to choose the documents "
                                "to delete")
+        if node is not None:
+            self.services.collections.require("metadata_filtering", "delete by metadata")
         # ingested sources whose chunks it removes stop being "unchanged" (issue 12)
         return self.services.sources.delete_documents(collection, caller.tenant, ids, node)
 
@@ -699,6 +753,14 @@ class Ragline(AnswersMixin):
     def health(self) -> dict[str, Any]:
         return self.services.operations.health()
 
+    @staticmethod
+    def format_versions() -> dict[str, int]:
+        """The data-directory format and the catalog schema version this code writes."""
+        from ragline.catalog.schema_version import SCHEMA_VERSION
+        from ragline.datadir import FORMAT_VERSION
+
+        return {"data_format_version": FORMAT_VERSION, "catalog_schema_version": SCHEMA_VERSION}
+
     def info(self, caller: Principal) -> dict[str, Any]:
         return self.services.operations.info(caller.tenant,
                                              lambda c: self._may_use(caller, c))
@@ -724,8 +786,11 @@ class Ragline(AnswersMixin):
         return self.services.connections.add(cid, provider, options, kind).view(full=True)
 
     def delete_connection(self, caller: Principal, cid: str) -> None:
+        """The connection's facade stops with it; its catalog stays (``connections/<id>/``
+        or its schema), so the same id added again finds its collections."""
         self._admin(caller, "delete connections")
         self.services.connections.delete(cid)
+        self._routed.drop(cid)
 
     def test_connection(self, caller: Principal, provider: str, options: dict[str, Any],
                         kind: str = "stores") -> dict[str, Any]:
@@ -752,10 +817,19 @@ class Ragline(AnswersMixin):
                 raise InvalidInput(f"'options.{name}': a directory on the server is set in "
                                    "the server's config file, not over the API")
 
-    def routes_elsewhere(self, caller: Principal, service: str) -> bool:
-        """Whether ``?service=`` sends this request to another server (False: serve it
-        here); unknown ids are a 404 listing the known ones."""
-        return self.services.routing.is_remote(service)
+    def route(self, caller: Principal, service: str) -> Ragline | None:
+        """Who serves a ``?service=`` collection request: this facade (``local``), the
+        facade of a store connection (started on first use, see facade_routed.py; call
+        the same use case on it with the same caller), or ``None``: another server,
+        reached by :meth:`forward`. An unknown id is a 404 listing the known ones; a
+        connection that holds no collections, a 400. Blocking on first use (it opens a
+        catalog and reaches the store): async callers run it in a worker thread."""
+        target = self.services.routing.target(service)
+        if target == "local":
+            return self
+        if target == "forward":
+            return None
+        return self._routed.get(service)
 
     async def forward(self, caller: Principal, service: str, request: Outgoing) -> Forwarded:
         """Pass a collection request through to the connection ``service`` and return its

@@ -30,6 +30,9 @@ def test_info_lists_counts_dimensions_and_sizes(client: TestClient) -> None:
     assert cols["a"]["size_bytes"] > 0
     assert cols["b"]["count"] == 0 and cols["b"]["dimension"] is None
     assert body["total_documents"] == 7
+    from ragline.catalog.schema_version import SCHEMA_VERSION
+
+    assert body["catalog"] == {"backend": "sqlite", "schema_version": SCHEMA_VERSION}
 
 
 def test_health_is_degraded_when_the_store_directory_is_gone(

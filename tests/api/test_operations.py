@@ -15,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ragline import __version__
 from ragline.api.app import create_app
+from ragline.catalog.schema_version import SCHEMA_VERSION
 from ragline.datadir import FORMAT_VERSION
 from ragline.observability.logs import configure_logging, reset_logging
 from ragline.settings import Settings
@@ -68,6 +69,7 @@ def test_version(client: TestClient) -> None:
     body = client.get("/version").json()
     assert body["name"] == "ragline" and body["version"] == __version__
     assert body["data_format_version"] == FORMAT_VERSION and body["python"].count(".") == 2
+    assert body["catalog_schema_version"] == SCHEMA_VERSION
 
 
 def test_request_id_is_generated_or_echoed(client: TestClient) -> None:

@@ -63,14 +63,14 @@ def test_migrations_on_empty_and_previous_version_databases(dsn: str) -> None:
         conn.execute(sql.SQL("INSERT INTO {} VALUES ('c', '{{\"a\": 1}}', 4, NULL, NULL, 'k', "
                              "'t0', 't0')").format(sql.Identifier(name, "collections")))
         assert current_version(conn, name) == 1
-    assert migrate(dsn, name) == SCHEMA_VERSION == 5
+    assert migrate(dsn, name) == SCHEMA_VERSION == 6
     assert migrate(dsn, name) == SCHEMA_VERSION  # idempotent
     with psycopg.connect(dsn) as conn:
         assert conn.execute(sql.SQL("SELECT name, metadata FROM {}").format(
             sql.Identifier(name, "collections"))).fetchall() == [("c", {"a": 1})]
         versions = conn.execute(sql.SQL("SELECT version FROM {} ORDER BY version").format(
             sql.Identifier(name, "schema_version"))).fetchall()
-        assert versions == [(1,), (2,), (3,), (4,), (5,)]
+        assert versions == [(1,), (2,), (3,), (4,), (5,), (6,)]
         conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(name, "jobs")))
 
 

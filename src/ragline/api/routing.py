@@ -1,12 +1,23 @@
 """``?service=ID`` on collection, document and collection-search routes.
 
-One dependency, on those routers only: without ``service`` (or with ``local``)
-it does nothing and the route serves the request here; for a connection that is
-another server it hands the request to ``Ragline.forward`` and the other
-server's status, body and content type are returned as they are (raised as
-:class:`PassThrough`, so the route itself never runs). The same routes are also
-served under ``/api`` (``/api/collections/...``, as spec 000's Node middleware
-calls them), hidden from the OpenAPI document to keep one entry per operation.
+One dependency, on those routers only, asks ``Ragline.route`` who serves the
+request:
+
+* without ``service`` (or with ``local``): nothing happens, the route serves it here;
+* a store connection (pgvector, a Qdrant or Chroma server): the facade of that
+  store is put on ``request.state``, where the route's ``RL`` dependency picks it
+  up, so the unchanged route calls the same use case on it with the same caller
+  (tenant and role as here);
+* another ragline server: the request goes to ``Ragline.forward`` and the other
+  server's status, body and content type are returned as they are (raised as
+  :class:`PassThrough`, so the route itself never runs).
+
+This dependency runs before the route's own (router dependencies come first) and
+reads the server's facade from the app, not through ``RL``: FastAPI caches a
+dependency's value per request, and the route's ``RL`` must be resolved after
+the facade to use is known. The same routes are also served under ``/api``
+(``/api/collections/...``, as spec 000's Node middleware calls them), hidden from
+the OpenAPI document to keep one entry per operation.
 
 A body that is not JSON at all is refused here (400) before routing: FastAPI
 parses JSON bodies before any dependency runs.
@@ -17,13 +28,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fastapi import APIRouter, Depends, FastAPI, Query, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
-from ragline.api.deps import RL, Caller
-from ragline.facade import Forwarded, Outgoing
+from ragline.api.deps import SERVED_BY, Caller
+from ragline.facade import Forwarded, Outgoing, Ragline
 
-SERVICE_HELP = ("A connection id (GET /api/connections): the request is served by that "
-                "service and its answer returned unchanged; absent or 'local': this server.")
+SERVICE_HELP = ("A connection id (GET /api/connections): another ragline server gets the "
+                "request passed through and its answer is returned unchanged; a store "
+                "connection (pgvector, Qdrant, Chroma) is served by this server on that "
+                "store; absent or 'local': this server's own store.")
 
 
 class PassThrough(Exception):
@@ -34,9 +48,15 @@ class PassThrough(Exception):
         self.answer = answer
 
 
-async def route_service(request: Request, rl: RL, caller: Caller,
+async def route_service(request: Request, caller: Caller,
                         service: str | None = Query(None, description=SERVICE_HELP)) -> None:
-    if service is None or not rl.routes_elsewhere(caller, service):
+    if service is None:
+        return
+    rl: Ragline = request.app.state.ragline
+    # a thread: the first request to a store connection opens its catalog and store
+    served_by = await run_in_threadpool(rl.route, caller, service)
+    if served_by is not None:
+        setattr(request.state, SERVED_BY, served_by)
         return
     raw = request.scope.get("raw_path")  # as sent: an id with %2F or %3F stays one segment
     path = raw.decode("latin-1") if isinstance(raw, bytes) and raw else request.url.path

@@ -484,6 +484,12 @@ class InfoCollection(BaseModel):
     embedding_model: str | None
 
 
+class InfoCatalog(BaseModel):
+    backend: Literal["sqlite", "postgres"]
+    schema_version: int = Field(description="The version the catalog's database is at "
+                                "(one numbering for both backends; docs/scaling.md).")
+
+
 class InfoOut(BaseModel):
     version: str
     collections: list[InfoCollection]
@@ -497,6 +503,8 @@ class InfoOut(BaseModel):
         None, description="Background index builds of the embedded store (null for stores "
         "without them): enabled, builds, failures, building, pending, last_swap_stall_ms, "
         "last_build (step timings in seconds).")
+    catalog: InfoCatalog | None = Field(None, description="The catalog's backend and schema "
+                                        "version.")
 
     model_config = _example({
         "version": "0.1.0",
@@ -512,7 +520,8 @@ class InfoOut(BaseModel):
                      "pending": 0, "last_swap_stall_ms": 512.3,
                      "last_build": {"copy_s": 0.4, "build_s": 61.2, "load_s": 0.31,
                                     "locked_s": 0.05, "close_s": 0.15, "replayed": 12,
-                                    "total_s": 62.3}}})
+                                    "total_s": 62.3}},
+        "catalog": {"backend": "sqlite", "schema_version": 6}})
 
 
 class ProviderInfo(BaseModel):
@@ -637,10 +646,13 @@ class VersionOut(BaseModel):
     name: Literal["ragline"]
     version: str
     data_format_version: int
+    catalog_schema_version: int = Field(description="The catalog schema version this ragline "
+                                        "migrates to (SQLite and PostgreSQL alike).")
     python: str
     platform: str
 
-    model_config = _example({"name": "ragline", "version": "0.1.0", "data_format_version": 1,
+    model_config = _example({"name": "ragline", "version": "0.1.0", "data_format_version": 2,
+                             "catalog_schema_version": 6,
                              "python": "3.11.7", "platform": "Linux-6.1-x86_64-with-glibc2.36"})
 
 

@@ -5,7 +5,8 @@ process, jobs run in that process. ``catalog = "postgres"`` puts every table in
 one PostgreSQL schema (migrated on open, under an advisory lock) that any number
 of API processes and ``ragline worker`` processes share, with the job queue in
 the same database. Either way the services get the same protocols
-(:mod:`ragline.catalog.tables`).
+(:mod:`ragline.catalog.tables`), over the same tables at the same schema version
+(:mod:`ragline.catalog.schema_version`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ragline.catalog.ingest_state import IngestState, JobTable
 from ragline.catalog.keys import KeyTable
 from ragline.catalog.sqlite import Catalog
 from ragline.catalog.tables import (
+    CatalogRows,
     CollectionCatalog,
     ConnectionRows,
     ConversationRows,
@@ -48,8 +50,11 @@ class CatalogTables:
     deliveries: DeliveryRows
     connections: ConnectionRows
     close: Callable[[], None]
+    backend: str  # "sqlite" or "postgres"
+    schema_version: int  # what the database is at after migrating (schema_version.py)
     sqlite: Catalog | None = None  # the embedded catalog (backups copy it); None if shared
     queue: JobQueue | None = None  # the shared job queue; None: jobs run in-process
+    rows: CatalogRows | None = None  # a shared catalog's rows as JSON (backup, restore)
 
 
 def open_catalog(settings: Settings) -> CatalogTables:
@@ -60,7 +65,8 @@ def open_catalog(settings: Settings) -> CatalogTables:
         collections=catalog, sources=IngestState(catalog),
         jobs=JobTable(catalog, settings.data_dir / "uploads"), keys=KeyTable(catalog),
         conversations=ConversationTable(catalog), deliveries=Deliveries(catalog),
-        connections=ConnectionTable(catalog), close=catalog.close, sqlite=catalog)
+        connections=ConnectionTable(catalog), close=catalog.close, backend="sqlite",
+        schema_version=catalog.schema_version, sqlite=catalog)
 
 
 def _open_postgres(settings: Settings) -> CatalogTables:
@@ -77,6 +83,7 @@ def _open_postgres(settings: Settings) -> CatalogTables:
         from ragline.catalog.pg_catalog import PgCatalog
         from ragline.catalog.pg_ingest import PgIngestState, PgJobTable
         from ragline.catalog.pg_queue import JobQueue
+        from ragline.catalog.pg_rows import PgCatalogRows
     except ImportError as exc:
         raise ConfigError("catalog 'postgres' needs the postgres extra: "
                           "pip install 'ragline[postgres]'") from exc
@@ -101,4 +108,6 @@ def _open_postgres(settings: Settings) -> CatalogTables:
         jobs=PgJobTable(queue, o.db_schema, o.job_max_attempts),
         keys=PgKeyTable(pool, o.db_schema), conversations=PgConversationTable(pool, o.db_schema),
         deliveries=PgDeliveries(pool, o.db_schema),
-        connections=PgConnectionTable(pool, o.db_schema), close=pool.close, queue=queue)
+        connections=PgConnectionTable(pool, o.db_schema), close=pool.close,
+        backend="postgres", schema_version=catalog.schema_version, queue=queue,
+        rows=PgCatalogRows(pool, o.db_schema))

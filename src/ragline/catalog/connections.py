@@ -17,17 +17,6 @@ from typing import Any
 from ragline.catalog.sqlite import Catalog, now_iso
 from ragline.errors import ConnectionExists
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS connections (
-    id TEXT PRIMARY KEY,
-    kind TEXT NOT NULL,
-    provider TEXT NOT NULL,
-    options TEXT NOT NULL DEFAULT '{}',
-    secrets TEXT NOT NULL DEFAULT '{}',
-    created_at TEXT NOT NULL
-);
-"""
-
 
 @dataclass(frozen=True)
 class StoredConnection:
@@ -41,9 +30,7 @@ class StoredConnection:
 
 class ConnectionTable:
     def __init__(self, catalog: Catalog) -> None:
-        self.catalog = catalog
-        with catalog.tx() as db:
-            db.execute(SCHEMA.strip().rstrip(";"))
+        self.catalog = catalog  # ``connections`` is created by the catalog's migrations
 
     @staticmethod
     def _row(row: sqlite3.Row) -> StoredConnection:

@@ -23,27 +23,6 @@ from typing import Any
 from ragline.catalog.sqlite import Catalog, now_iso
 from ragline.errors import NotFound
 
-SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS conversations (
-        id TEXT PRIMARY KEY,
-        tenant TEXT NOT NULL,
-        collection TEXT,
-        topic TEXT NOT NULL DEFAULT '',
-        created_at TEXT NOT NULL,
-        updated_at TEXT NOT NULL
-    )""",
-    "CREATE INDEX IF NOT EXISTS conversations_by_tenant ON conversations(tenant, updated_at)",
-    """CREATE TABLE IF NOT EXISTS conversation_messages (
-        conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
-        seq INTEGER NOT NULL,
-        role TEXT NOT NULL,
-        content TEXT NOT NULL,
-        meta TEXT NOT NULL DEFAULT '{}',
-        created_at TEXT NOT NULL,
-        PRIMARY KEY (conversation_id, seq)
-    )""",
-)
-
 
 @dataclass
 class Message:
@@ -76,10 +55,7 @@ def _not_found(conversation_id: str) -> NotFound:
 
 class ConversationTable:
     def __init__(self, catalog: Catalog) -> None:
-        self.catalog = catalog
-        with catalog.tx() as db:
-            for statement in SCHEMA:
-                db.execute(statement)
+        self.catalog = catalog  # both tables are created by the catalog's migrations
 
     def create(self, tenant: str, collection: str | None) -> Conversation:
         cid = uuid.uuid4().hex

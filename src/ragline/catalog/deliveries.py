@@ -12,17 +12,10 @@ import time
 
 from ragline.catalog.sqlite import Catalog
 
-SCHEMA = """CREATE TABLE IF NOT EXISTS webhook_deliveries (
-    delivery_id TEXT PRIMARY KEY,
-    received_at REAL NOT NULL
-)"""
-
 
 class Deliveries:
     def __init__(self, catalog: Catalog) -> None:
-        self.catalog = catalog
-        with catalog.tx() as db:
-            db.execute(SCHEMA)
+        self.catalog = catalog  # the table is created by the catalog's migrations
 
     def first_time(self, delivery_id: str, window_s: float) -> bool:
         """Record ``delivery_id``; False if it was already seen within the window."""

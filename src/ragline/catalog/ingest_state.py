@@ -13,8 +13,16 @@ Two tables beside ``collections``:
   ``modified`` when chunks of the source were deleted outside ingestion (a
   documents delete): the row then lists only the chunks that are left and is
   never "unchanged", so the next run or re-upload writes the source again.
-* ``ingest_jobs`` — one row per ingestion run with its counters, so progress
-  and results survive the request that started them (and the process).
+* ``jobs`` — one row per ingestion run with its counters, so progress and
+  results survive the request that started them (and the process). Same layout
+  as the PostgreSQL catalog's queue rows (schema step 6): trigger, mode, path and
+  restricted paths are the ``payload``; the queue's columns (attempts, worker,
+  lease) stay at their defaults here, where jobs run in the process that made
+  them. An upload's bytes wait in ``job_inputs``, written in the same
+  transaction as the job row.
+
+Both tables are created and migrated by the catalog
+(:mod:`ragline.catalog.sqlite_schema`).
 """
 
 from __future__ import annotations
@@ -32,44 +40,6 @@ from typing import Any
 
 from ragline.catalog.sqlite import Catalog, now_iso
 
-SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS ingest_sources (
-        collection TEXT NOT NULL,
-        shard TEXT NOT NULL,
-        tenant TEXT NOT NULL,
-        source_id TEXT NOT NULL,
-        origin TEXT NOT NULL,
-        source_path TEXT NOT NULL,
-        source_hash TEXT,
-        fingerprint TEXT NOT NULL DEFAULT '',
-        chunk_ids TEXT NOT NULL DEFAULT '[]',
-        updated_at TEXT NOT NULL,
-        status TEXT NOT NULL DEFAULT 'ok',
-        created_at TEXT NOT NULL DEFAULT '',
-        PRIMARY KEY (collection, shard, tenant, source_id)
-    )""",
-    """CREATE TABLE IF NOT EXISTS ingest_jobs (
-        id TEXT PRIMARY KEY,
-        kind TEXT NOT NULL,
-        trigger TEXT NOT NULL,
-        status TEXT NOT NULL,
-        mode TEXT NOT NULL,
-        collection TEXT NOT NULL,
-        tenant TEXT NOT NULL,
-        path TEXT,
-        restricted_paths TEXT,
-        counters TEXT NOT NULL DEFAULT '{}',
-        warnings TEXT NOT NULL DEFAULT '[]',
-        result TEXT,
-        created_at TEXT NOT NULL,
-        started_at TEXT,
-        finished_at TEXT,
-        duration_s REAL,
-        error TEXT
-    )""",
-    "CREATE INDEX IF NOT EXISTS ingest_jobs_by_time ON ingest_jobs(created_at)",
-)
-
 COUNTERS = (
     "files_total", "files_seen", "files_changed", "files_skipped", "files_deleted", "files_failed",
     "chunks_created", "chunks_updated", "chunks_deleted", "texts_embedded", "embedding_calls",
@@ -77,13 +47,6 @@ COUNTERS = (
 """Job counters, always present in a job (0 until the run gets there)."""
 
 JOB_STATUSES = ("queued", "running", "succeeded", "failed")
-
-ADDED_COLUMNS = (
-    ("status", "ALTER TABLE ingest_sources ADD COLUMN status TEXT NOT NULL DEFAULT 'ok'"),
-    ("created_at", "ALTER TABLE ingest_sources ADD COLUMN created_at TEXT NOT NULL DEFAULT ''"),
-)
-"""Columns later versions added to ``ingest_sources``, added in place to older catalogs."""
-
 
 @dataclass(slots=True)
 class SourceState:
@@ -150,16 +113,7 @@ class IngestState:
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
         self._locks: dict[tuple[str, str], threading.RLock] = {}
-        self._guard = threading.Lock()
-        with catalog.tx() as db:
-            for statement in SCHEMA:
-                db.execute(statement)
-            have = {r[1] for r in db.execute("PRAGMA table_info(ingest_sources)")}
-            for column, statement in ADDED_COLUMNS:
-                if column not in have:
-                    db.execute(statement)
-            if "created_at" not in have:
-                db.execute("UPDATE ingest_sources SET created_at=updated_at")
+        self._guard = threading.Lock()  # the table: the catalog's migrations
 
     @contextmanager
     def writing(self, collection: str, tenant: str) -> Iterator[None]:
@@ -340,25 +294,25 @@ class IngestState:
 
 
 class JobTable:
-    """``ingest_jobs`` rows: created queued, moved through running to a final status.
+    """``jobs`` rows: created queued, moved through running to a final status.
 
-    An upload or text waits for its job as a file under ``inputs_dir`` (default: the
-    data directory's ``uploads``), written before the row is visible."""
+    An upload or text waits for its job in ``job_inputs``, written in the same
+    transaction as the row. ``inputs_dir`` is where ragline before catalog schema 6
+    kept them as files (removed by :meth:`drop_inputs`)."""
 
     def __init__(self, catalog: Catalog, inputs_dir: Path | None = None) -> None:
         self.catalog = catalog
         self.inputs_dir = inputs_dir or catalog.path.parent / "uploads"
-        IngestState(catalog)  # creates the tables
 
     @staticmethod
     def _row(row: sqlite3.Row) -> Job:
         counters = {k: 0 for k in COUNTERS} | json.loads(row["counters"])
+        p = json.loads(row["payload"] or "{}")
         return Job(
-            id=row["id"], kind=row["kind"], trigger=row["trigger"], status=row["status"],
-            mode=row["mode"], collection=row["collection"], tenant=row["tenant"],
-            path=row["path"],
-            restricted_paths=json.loads(row["restricted_paths"])
-            if row["restricted_paths"] is not None else None,
+            id=row["id"], kind=row["kind"], trigger=p.get("trigger", "api"),
+            status=row["status"], mode=p.get("mode", "incremental"),
+            collection=row["collection"] or "", tenant=row["tenant"] or "",
+            path=p.get("path"), restricted_paths=p.get("restricted_paths"),
             counters=counters, warnings=json.loads(row["warnings"]),
             result=json.loads(row["result"]) if row["result"] else None,
             created_at=row["created_at"], started_at=row["started_at"],
@@ -369,40 +323,44 @@ class JobTable:
                path: str | None, restricted_paths: list[str] | None = None,
                data: bytes | None = None) -> Job:
         job_id = uuid.uuid4().hex
-        if data is not None:
-            folder = self.inputs_dir / job_id
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / "data").write_bytes(data)
+        payload = {"trigger": trigger, "mode": mode, "path": path,
+                   "restricted_paths": restricted_paths}
         with self.catalog.tx() as db:
             db.execute(
-                "INSERT INTO ingest_jobs (id, kind, trigger, status, mode, collection, tenant, "
-                "path, restricted_paths, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (job_id, kind, trigger, "queued", mode, collection, tenant, path,
-                 json.dumps(restricted_paths) if restricted_paths is not None else None,
-                 now_iso()))
+                "INSERT INTO jobs (id, kind, payload, status, collection, tenant, created_at) "
+                "VALUES (?,?,?,?,?,?,?)",
+                (job_id, kind, json.dumps(payload), "queued", collection, tenant, now_iso()))
+            if data is not None:
+                db.execute("INSERT INTO job_inputs (job_id, data) VALUES (?, ?)",
+                           (job_id, data))
         job = self.get(job_id)
         assert job is not None
         return job
 
     def input(self, job_id: str) -> bytes | None:
-        data = self.inputs_dir / job_id / "data"
-        return data.read_bytes() if data.exists() else None
+        row = self.catalog.read().execute("SELECT data FROM job_inputs WHERE job_id=?",
+                                          (job_id,)).fetchone()
+        return bytes(row[0]) if row else None
 
     def drop_input(self, job_id: str) -> None:
-        shutil.rmtree(self.inputs_dir / job_id, ignore_errors=True)
+        with self.catalog.tx() as db:
+            db.execute("DELETE FROM job_inputs WHERE job_id=?", (job_id,))
 
     def drop_inputs(self) -> None:
-        """Every waiting input (at start-up, when no job of this process can use them)."""
+        """Every waiting input (at start-up, when no job of this process can use them),
+        and the files an older ragline kept them in."""
+        with self.catalog.tx() as db:
+            db.execute("DELETE FROM job_inputs")
         shutil.rmtree(self.inputs_dir, ignore_errors=True)
 
     def get(self, job_id: str) -> Job | None:
         row = self.catalog.read().execute(
-            "SELECT * FROM ingest_jobs WHERE id=?", (job_id,)).fetchone()
+            "SELECT * FROM jobs WHERE id=?", (job_id,)).fetchone()
         return self._row(row) if row else None
 
     def recent(self, limit: int = 20, collection: str | None = None,
                tenant: str | None = None) -> list[Job]:
-        sql = "SELECT * FROM ingest_jobs"
+        sql = "SELECT * FROM jobs"
         conds: list[str] = []
         args: tuple[Any, ...] = ()
         if collection is not None:
@@ -418,12 +376,12 @@ class JobTable:
 
     def start(self, job_id: str) -> None:
         with self.catalog.tx() as db:
-            db.execute("UPDATE ingest_jobs SET status='running', started_at=? WHERE id=?",
-                       (now_iso(), job_id))
+            db.execute("UPDATE jobs SET status='running', attempts=attempts+1, started_at=? "
+                       "WHERE id=?", (now_iso(), job_id))
 
     def progress(self, job_id: str, counters: dict[str, int], warnings: list[str]) -> None:
         with self.catalog.tx() as db:
-            db.execute("UPDATE ingest_jobs SET counters=?, warnings=? WHERE id=?",
+            db.execute("UPDATE jobs SET counters=?, warnings=? WHERE id=?",
                        (json.dumps(counters), json.dumps(warnings[-50:]), job_id))
 
     def finish(self, job_id: str, status: str, counters: dict[str, int], warnings: list[str],
@@ -431,7 +389,7 @@ class JobTable:
                result: dict[str, Any] | None = None) -> None:
         with self.catalog.tx() as db:
             db.execute(
-                "UPDATE ingest_jobs SET status=?, counters=?, warnings=?, finished_at=?, "
+                "UPDATE jobs SET status=?, counters=?, warnings=?, finished_at=?, "
                 "duration_s=?, error=?, result=? WHERE id=?",
                 (status, json.dumps(counters), json.dumps(warnings[-50:]), now_iso(),
                  round(duration_s, 3), error, json.dumps(result) if result else None, job_id))
@@ -440,8 +398,8 @@ class JobTable:
         """Mark every ``queued``/``running`` job failed (they belong to a dead process)."""
         with self.catalog.tx() as db:
             ids = [r[0] for r in db.execute(
-                "SELECT id FROM ingest_jobs WHERE status IN ('queued','running')")]
+                "SELECT id FROM jobs WHERE status IN ('queued','running')")]
             db.execute(
-                "UPDATE ingest_jobs SET status='failed', error=?, finished_at=? "
+                "UPDATE jobs SET status='failed', error=?, finished_at=? "
                 "WHERE status IN ('queued','running')", (error, now_iso()))
         return ids

@@ -18,19 +18,6 @@ from typing import Any
 
 from ragline.catalog.sqlite import Catalog, now_iso
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS api_keys (
-    id TEXT PRIMARY KEY,
-    hash TEXT NOT NULL,
-    role TEXT NOT NULL,
-    tenant TEXT NOT NULL,
-    name TEXT NOT NULL DEFAULT '',
-    created_at TEXT NOT NULL,
-    last_used_at TEXT,
-    revoked_at TEXT
-);
-"""
-
 PREFIX = "rl_"
 
 
@@ -72,9 +59,7 @@ def key_id(key: str) -> str | None:
 
 class KeyTable:
     def __init__(self, catalog: Catalog) -> None:
-        self.catalog = catalog
-        with catalog.tx() as db:
-            db.execute(SCHEMA.strip().rstrip(";"))
+        self.catalog = catalog  # ``api_keys`` is created by the catalog's migrations
 
     @staticmethod
     def _row(row: sqlite3.Row) -> KeyRecord:

@@ -35,7 +35,7 @@ class PgCatalog:
                  pool: ConnectionPool[Any] | None = None) -> None:
         """Migrates first; ``pool``: share one the caller owns (then :meth:`close` leaves
         it open)."""
-        migrate(dsn, schema)
+        self.schema_version = migrate(dsn, schema)
         self.schema = schema
         self._owns_pool = pool is None
         self.pool: ConnectionPool[Any] = pool or ConnectionPool(

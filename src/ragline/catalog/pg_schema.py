@@ -1,10 +1,13 @@
-"""The PostgreSQL catalog schema and its migrations.
+"""The PostgreSQL catalog schema: its dialect of the shared migration steps.
 
-``schema_version`` records every migration applied; :func:`migrate` brings a
-database (empty, or at any earlier version) to :data:`SCHEMA_VERSION`, each
-migration in its own transaction, all of it under an advisory lock so that N
-processes starting at once migrate once. Tables mirror the SQLite catalog's
-(same names and columns; metadata as ``jsonb``) so the two stay one design.
+The version and the steps (numbers, names, descriptions) are
+:mod:`ragline.catalog.schema_version`'s, shared with the SQLite catalog; this
+module holds PostgreSQL's statements for each step. ``schema_version`` records
+every step applied; :func:`migrate` brings a database (empty, or at any earlier
+version) to :data:`SCHEMA_VERSION`, each step in its own transaction, all of it
+under an advisory lock so that N processes starting at once migrate once. A
+database at a *newer* version than this code knows is refused. Tables are the
+SQLite catalog's (same names and columns; JSON as ``jsonb``).
 """
 
 from __future__ import annotations
@@ -15,18 +18,26 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from ragline.catalog.schema_version import (
+    SCHEMA_VERSION,
+    check_implemented,
+    pending,
+    refuse_newer,
+)
 from ragline.errors import InvalidInput
 
-#: (version, what it adds, statements with ``{s}`` for the schema)
-MIGRATIONS: list[tuple[int, str, list[str]]] = [
-    (1, "collections and retired shards, as in the SQLite catalog", [
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "current_version", "migrate"]
+
+#: step number -> statements with ``{s}`` for the schema
+MIGRATIONS: dict[int, list[str]] = {
+    1: [
         "CREATE TABLE {s}.collections (name text PRIMARY KEY, "
         "metadata jsonb NOT NULL DEFAULT '{{}}', dimension int, embedding_provider text, "
         "embedding_model text, shard text NOT NULL, created_at text NOT NULL, "
         "updated_at text NOT NULL)",
         "CREATE TABLE {s}.retired_shards (shard text PRIMARY KEY, retired_at text NOT NULL)",
-    ]),
-    (2, "the job queue (claimed with FOR UPDATE SKIP LOCKED, leased, retried)", [
+    ],
+    2: [  # the job queue (claimed with FOR UPDATE SKIP LOCKED, leased, retried)
         "CREATE TABLE {s}.jobs (id text PRIMARY KEY, kind text NOT NULL, "
         "payload jsonb NOT NULL DEFAULT '{{}}', status text NOT NULL "
         "CHECK (status IN ('queued', 'running', 'succeeded', 'failed')), "
@@ -36,9 +47,8 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "started_at timestamptz, finished_at timestamptz, error text, result jsonb)",
         "CREATE INDEX jobs_ready ON {s}.jobs (created_at) WHERE status = 'queued'",
         "CREATE INDEX jobs_leased ON {s}.jobs (lease_until) WHERE status = 'running'",
-    ]),
-    (3, "everything else the SQLite catalog holds: ingestion state, job progress and "
-        "inputs, API keys, conversations, webhook deliveries", [
+    ],
+    3: [
         "CREATE TABLE {s}.ingest_sources (collection text NOT NULL, shard text NOT NULL, "
         "tenant text NOT NULL, source_id text NOT NULL, origin text NOT NULL, "
         "source_path text NOT NULL, source_hash text, fingerprint text NOT NULL DEFAULT '', "
@@ -63,20 +73,20 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "created_at text NOT NULL, PRIMARY KEY (conversation_id, seq))",
         "CREATE TABLE {s}.webhook_deliveries (delivery_id text PRIMARY KEY, "
         "received_at float8 NOT NULL)",
-    ]),
-    (4, "ingestion state rows get a status (ok/modified) and a first-ingested time, as in "
-        "the SQLite catalog", [
+    ],
+    4: [
         "ALTER TABLE {s}.ingest_sources ADD COLUMN status text NOT NULL DEFAULT 'ok', "
         "ADD COLUMN created_at text NOT NULL DEFAULT ''",
         "UPDATE {s}.ingest_sources SET created_at = updated_at",
-    ]),
-    (5, "named provider connections, as in the SQLite catalog", [
+    ],
+    5: [
         "CREATE TABLE {s}.connections (id text PRIMARY KEY, kind text NOT NULL, "
         "provider text NOT NULL, options jsonb NOT NULL DEFAULT '{{}}', "
         "secrets jsonb NOT NULL DEFAULT '{{}}', created_at text NOT NULL)",
-    ]),
-]
-SCHEMA_VERSION = MIGRATIONS[-1][0]
+    ],
+    6: [],  # the SQLite catalog takes this catalog's jobs/job_inputs layout; nothing here
+}
+check_implemented("PostgreSQL", MIGRATIONS)
 
 
 def current_version(conn: psycopg.Connection[Any], schema: str) -> int:
@@ -106,15 +116,15 @@ def migrate(dsn: str, schema: str, target: int | None = None) -> int:
                 "description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
             ).format(s))
             version = current_version(conn, schema)
-            for number, description, statements in MIGRATIONS:
-                if number <= version or number > target:
-                    continue
-                with conn.transaction():  # a migration is whole or absent
-                    for statement in statements:
+            refuse_newer(version, "PostgreSQL")
+            for step in pending(version, target):
+                with conn.transaction():  # a step is whole or absent
+                    for statement in MIGRATIONS[step.number]:
                         conn.execute(sql.SQL(statement).format(s=s))
                     conn.execute(sql.SQL("INSERT INTO {}.schema_version (version, description) "
-                                         "VALUES (%s, %s)").format(s), (number, description))
-                version = number
+                                         "VALUES (%s, %s)").format(s),
+                                 (step.number, f"{step.name}: {step.description}"))
+                version = step.number
             return version
         finally:
             conn.execute("SELECT pg_advisory_unlock(hashtext(%s))",

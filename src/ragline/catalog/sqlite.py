@@ -1,6 +1,9 @@
 """SQLite catalog of collections.
 
 One database file in the data directory, WAL mode, one connection per thread.
+Opening it creates or migrates every table of the catalog to the schema version
+shared with the PostgreSQL catalog (:mod:`ragline.catalog.sqlite_schema`), and
+refuses a database written by a newer ragline.
 A collection row points at its current shard key; replacing that pointer in
 one transaction is how a collection is emptied atomically.
 
@@ -27,23 +30,6 @@ from typing import Any
 from ragline.core.types import CollectionInfo
 from ragline.errors import CollectionExists, CollectionNotFound
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS collections (
-    name TEXT PRIMARY KEY,
-    metadata TEXT NOT NULL DEFAULT '{}',
-    dimension INTEGER,
-    embedding_provider TEXT,
-    embedding_model TEXT,
-    shard TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS retired_shards (
-    shard TEXT PRIMARY KEY,
-    retired_at TEXT NOT NULL
-);
-"""
-
 
 def now_iso() -> str:
     return datetime.now(UTC).isoformat()
@@ -58,8 +44,14 @@ class Catalog:
         self._cache: dict[str, CollectionInfo] = {}
         self._generation = 0  # bumped by every committed write transaction
         self._cache_lock = threading.Lock()
-        with self._write:
-            self._conn().executescript(SCHEMA)  # executescript manages its own transaction
+        from ragline.catalog import sqlite_schema
+
+        try:
+            with self.tx() as db:  # every table, at the shared version, in one transaction
+                self.schema_version = sqlite_schema.migrate(db)
+        except BaseException:
+            self.close()
+            raise
 
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)

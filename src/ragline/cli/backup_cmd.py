@@ -8,6 +8,11 @@ the ``admin-key.txt`` the server wrote into the data directory on its first star
 the data directory is opened directly. Restore never goes through a server: it
 only writes into an empty directory, which no server can be using.
 
+With ``catalog = "postgres"`` there is no data directory: backup reads the
+catalog's rows and every collection directly (any number of processes may be
+running) and restore writes them into an empty catalog and store
+(:mod:`ragline.services.catalog_backup`).
+
 Exit codes: 0 done, 1 failed, 2 refused (bad destination, non-empty data
 directory, backup from a newer ragline, no admin key).
 """
@@ -66,7 +71,9 @@ def backup(
 
     settings = build_settings(data_dir)
     try:
-        server = server_for(Connection(url, api_key, None, profile), settings.data_dir)
+        # a shared catalog has no data directory to lock: this process reads it directly
+        server = (None if settings.shared_catalog else
+                  server_for(Connection(url, api_key, None, profile), settings.data_dir))
         if server:
             if not as_json:
                 typer.echo(f"backing up through the server at {server[0]}")
@@ -80,6 +87,11 @@ def backup(
     if as_json:
         emit_json(manifest)
         return
+    if "shards" not in manifest:  # a shared catalog's backup (docs/scaling.md)
+        names = manifest.get("collections") or []
+        typer.echo(f"backup written to {dest}: {len(names)} "  # type: ignore[arg-type]
+                   "collection(s), catalog rows and documents as JSON")
+        return
     shards = manifest.get("shards") or []
     typer.echo(f"backup written to {dest}: {len(shards)} shard(s), "  # type: ignore[arg-type]
                f"writes paused {manifest.get('writes_paused_s')} s")
@@ -91,17 +103,24 @@ def restore(
         help="Data directory to create (must be empty or absent; default ./data).")] = None,
     as_json: AsJson = False,
 ) -> None:
-    """Restore a backup into an empty data directory (never over existing data)."""
+    """Restore a backup into an empty data directory (never over existing data); with
+    catalog 'postgres', into the configured catalog and store, which must be empty."""
     from ragline.cli.main import build_settings
+    from ragline.facade import Ragline
     from ragline.facade import restore_backup as do_restore
 
     settings = build_settings(data_dir)
     try:
-        manifest = do_restore(src, settings.data_dir)
+        if settings.shared_catalog:
+            with Ragline(settings) as rl:
+                manifest = rl.restore_catalog(rl.owner(), src)
+        else:
+            manifest = do_restore(src, settings.data_dir)
     except RaglineError as exc:
         raise _fail(exc) from exc
     if as_json:
         emit_json(manifest)
         return
+    where = "the PostgreSQL catalog" if settings.shared_catalog else settings.data_dir
     typer.echo(f"restored {len(manifest.get('collections') or [])} collection(s) into "
-               f"{settings.data_dir} (backup of {manifest.get('started_at')})")
+               f"{where} (backup of {manifest.get('started_at')})")

@@ -254,9 +254,11 @@ class Info(ApiModel):
     collections: list[dict[str, Any]]
     total_documents: int
     storage_bytes: int | None = None
+    catalog: dict[str, Any] | None = None  # backend and schema version
 
 
 class Version(ApiModel):
     name: str
     version: str
     data_format_version: int | None = None
+    catalog_schema_version: int | None = None

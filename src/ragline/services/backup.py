@@ -12,8 +12,9 @@ Consistency: the catalog's write lock is held while both are copied (catalog
 first, then the store's locks: the order every writer uses), so catalog rows
 and shards agree, and every write acknowledged before the backup began is in it.
 Writes wait for the copy (seconds per GB on a local disk); searches do not.
-Pending upload files of queued jobs are not backed up (such jobs are marked
-interrupted on restart anyway).
+Inputs of queued jobs come along in the catalog (``job_inputs``), but such jobs
+are marked interrupted, and their inputs dropped, when a server starts on the
+restored directory.
 
 Restore copies a backup into a data directory that is empty or absent, never
 over existing data, through a temporary sibling and one rename.

@@ -94,6 +94,13 @@ class CollectionService:
         return self.catalog.create_collection(
             name, meta, new_shard_key(), dimension, provider, model)
 
+    def require(self, capability: str, what: str) -> None:
+        """A 400 when the store lacks ``capability`` (``capabilities()``): a plugin store,
+        or a second store that ``?service=`` routes to, says what it cannot do."""
+        if capability not in self.store.capabilities():
+            raise InvalidInput(f"The '{self.store.name}' store cannot {what} (no capability "
+                               f"'{capability}')")
+
     def get(self, name: str, *, message: str | None = None) -> CollectionInfo:
         return self.catalog.get_collection(name, message=message)
 

@@ -174,6 +174,8 @@ class DocumentService:
             raise InvalidInput("'offset' must be 0 or more")
         if limit < 0:
             raise InvalidInput("'limit' must be 0 or more")
+        if where is not None:
+            self.collections.require("metadata_filtering", "filter by metadata")
         return self.store.list_page(info.shard, tenant, where, limit, offset)
 
     def get(self, name: str, tenant: str, doc_id: str) -> Record | None:
@@ -190,6 +192,7 @@ class DocumentService:
         problem = key_problem(field)
         if problem is not None:
             raise InvalidInput(f"Invalid 'field': {field!r} {problem}")
+        self.collections.require("facets", "list distinct metadata values")
         return self.store.distinct(info.shard, tenant, field)
 
 

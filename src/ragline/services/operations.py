@@ -48,7 +48,8 @@ class OperationsService:
     def __init__(self, data_dir: Path, store: VectorStore, collections: CollectionService,
                  embedders: EmbedderPool, retrieval: RetrievalService,
                  reranker: Callable[[], Any | None], disk: DiskGuard | None = None,
-                 indexing: IndexingService | None = None) -> None:
+                 indexing: IndexingService | None = None,
+                 catalog: dict[str, Any] | None = None) -> None:
         self.disk = disk or DiskGuard.unlimited()
         self.indexing = indexing
         self.data_dir = data_dir
@@ -57,6 +58,7 @@ class OperationsService:
         self.embedders = embedders
         self.retrieval = retrieval
         self.reranker = reranker
+        self.catalog = catalog  # backend and schema version, for /info
 
     def health(self) -> dict[str, Any]:
         try:
@@ -106,7 +108,7 @@ class OperationsService:
                 "storage_bytes": disk_usage(self.data_dir),
                 **self._embedding_cache(),
                 "search_batching": self.retrieval.batching_stats(),
-                "indexing": self._indexing_stats()}
+                "indexing": self._indexing_stats(), "catalog": self.catalog}
 
     def _indexing_stats(self) -> dict[str, Any] | None:
         """Background index builds (issue 18); None when this store has none."""

@@ -151,6 +151,9 @@ class RetrievalService:
 
     def _plan(self, q: SearchQuery) -> _Plan:
         info = self.collections.get(q.collection)
+        self.collections.require("search", "search")
+        if q.where is not None:
+            self.collections.require("metadata_filtering", "filter by metadata")
         if not 1 <= q.limit <= 1000:
             raise InvalidInput("'limit' must be between 1 and 1000")
         check_query_size(q.query, self.limits)

@@ -1,17 +1,24 @@
 """``?service=ID``: collection and document requests sent to a named connection.
 
-``local`` (or no ``service``) is this server. A connection whose provider can
-say where to send HTTP (``http_target()``: another ragline server) gets the
-request passed through: same method, path (the ``/api`` prefix dropped: every
-ragline version serves ``/collections``), query without ``service``, body and
-content type, with the connection's key and the caller's tenant
-(``X-Ragline-Tenant``) and role (``X-Ragline-Role: user`` for a user caller), so
-the other server applies the caller's rights, not the key's. Its status, body
-and content type come back unchanged, errors included; only a server that
-cannot be reached is our own 502.
+``local`` (or no ``service``) is this server. Two kinds of connection serve
+collection requests (:meth:`RoutingService.target` tells which):
 
-Other store connections (a pgvector or Chroma server as a second store) are
-listed and health-checked, but cannot be routed to yet: 400 says so.
+* ``forward``: a provider that can say where to send HTTP (``http_target()``:
+  another ragline server) gets the request passed through: same method, path (the
+  ``/api`` prefix dropped: every ragline version serves ``/collections``), query
+  without ``service``, body and content type, with the connection's key and the
+  caller's tenant (``X-Ragline-Tenant``) and role (``X-Ragline-Role: user`` for a
+  user caller), so the other server applies the caller's rights, not the key's.
+  Its status, body and content type come back unchanged, errors included; only a
+  server that cannot be reached is our own 502.
+* ``store``: a collection store (pgvector, a Qdrant or Chroma server) is served
+  here, by a facade of its own on that store (``ragline/facade_routed.py``): the
+  same use cases with the caller's tenant and role, the store's capabilities
+  deciding what it can do (no BM25 on Chroma: sparse and hybrid are a 400).
+
+An unknown id is a 404 listing the known ones; a connection that holds no
+collections (an embedder connection, a store without capability
+``collections``) is a 400.
 """
 
 from __future__ import annotations
@@ -20,11 +27,12 @@ import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import httpx
 
 from ragline.core.principal import Principal
-from ragline.errors import InvalidInput, ProviderError
+from ragline.errors import InvalidInput, ProviderError, RaglineError
 from ragline.services.connections import LOCAL, ConnectionService
 
 log = logging.getLogger(__name__)
@@ -33,6 +41,9 @@ TENANT_HEADER = "X-Ragline-Tenant"
 ROLE_HEADER = "X-Ragline-Role"
 # what a response may carry back: the body's description, nothing about the other hop
 KEEP_RESPONSE_HEADERS = ("content-type", "retry-after", "content-disposition")
+
+# who serves a ?service= request: this server, another server (pass-through), a store here
+Target = Literal["local", "forward", "store"]
 
 
 @dataclass(frozen=True)
@@ -62,18 +73,39 @@ class RoutingService:
         self._lock = threading.Lock()
         self._clients: dict[tuple[str, bool], httpx.Client] = {}
 
-    def is_remote(self, service: str) -> bool:
-        """False for this server; True for a pass-through connection; an unknown id is a
-        404 listing the known ones, a connection that cannot serve requests a 400."""
+    def target(self, service: str) -> Target:
+        """Who serves ``?service=ID`` (see the module docstring); 404 for an unknown id,
+        400 for a connection that holds no collections, 502 for a store that cannot be
+        built (its server refused the connection)."""
         if service == LOCAL:
-            return False
-        inst = self.connections.instance(service)
-        if not callable(getattr(inst, "http_target", None)):
-            conn = self.connections.get(service)
+            return "local"
+        conn = self.connections.get(service)
+        if conn.kind != "stores":
+            raise InvalidInput(f"Connection '{service}' is of kind '{conn.kind}' "
+                               f"({conn.provider}): only store connections (kind "
+                               "'stores') serve collection requests")
+        try:
+            inst = self.connections.instance(service)
+        except RaglineError:
+            raise
+        except Exception as exc:  # the kind of failure only: options may hold secrets
+            log.warning("service %s: store could not be built: %s", service,
+                        type(exc).__name__)
+            raise ProviderError(f"Service '{service}' could not be reached "
+                                f"({type(exc).__name__})") from None
+        if callable(getattr(inst, "http_target", None)):
+            return "forward"
+        capabilities = getattr(inst, "capabilities", None)
+        if not callable(capabilities) or "collections" not in capabilities():
             raise InvalidInput(f"Connection '{service}' ({conn.provider}) cannot serve "
-                               "collection requests: only 'local' and ragline servers "
-                               "(provider 'ragline-remote') can be routed to")
-        return True
+                               "collection requests: its provider has no capability "
+                               "'collections'")
+        if self.connections.settings.shared_catalog and "shared" not in capabilities():
+            raise InvalidInput(f"Connection '{service}' ({conn.provider}) cannot serve "
+                               "collection requests with catalog 'postgres': the catalog is "
+                               "shared by many processes and this store is not (use "
+                               "pgvector or qdrant)")
+        return "store"
 
     def _client(self, base_url: str, verify: bool) -> httpx.Client:
         """One connection pool per server, shared by every forwarded request. Synchronous

@@ -17,14 +17,13 @@ router = APIRouter(tags=["operations"])
 
 
 @router.get("/version", responses=ok(VersionOut))
-def version(caller: Caller) -> dict[str, Any]:
-    """ragline's version, the data-directory format it writes, and the Python it runs on."""
-    from ragline.datadir import FORMAT_VERSION
-
+def version(rl: RL, caller: Caller) -> dict[str, Any]:
+    """ragline's version, the data-directory format and catalog schema it writes, and the
+    Python it runs on."""
     return {
         "name": "ragline",
         "version": __version__,
-        "data_format_version": FORMAT_VERSION,
+        **rl.format_versions(),
         "python": sys.version.split()[0],
         "platform": platform.platform(terse=True),
     }
