@@ -110,8 +110,9 @@ class Ticker:
         self._t.join()
 
 
-def build(path: Path, data: Data, memory: str) -> QdrantEdgeStore:
-    store = QdrantEdgeStore(QdrantEdgeConfig(path=path, index_memory=memory))  # type: ignore[arg-type]
+def build(path: Path, data: Data, memory: str, nice: int = 10) -> QdrantEdgeStore:
+    store = QdrantEdgeStore(QdrantEdgeConfig(path=path, index_memory=memory,  # type: ignore[arg-type]
+                                             build_nice=nice))
     if store.index_status("k") == (data.size, data.size):
         print(f"{memory}: reusing the built shard in {path}", file=sys.stderr)
         return store
@@ -138,6 +139,8 @@ def main() -> None:
                     help="payload index placements to build and measure, comma-separated")
     ap.add_argument("--dir", type=Path, help="keep the built shards here (and reuse them)")
     ap.add_argument("--skip-swap", action="store_true", help="no load/close timing")
+    ap.add_argument("--build-nice", type=int, default=10,
+                    help="niceness of the build process (the store's default: 10)")
     ap.add_argument("--extra-shapes", action="store_true",
                     help="also filters around the plan's thresholds")
     ap.add_argument("--baseline-queries", type=Path,
@@ -156,7 +159,8 @@ def main() -> None:
     data = Data(args.size)
     out: dict[str, Any] = {"size": args.size, "uptime": [uptime()]}
     try:
-        stores = {m: build(work / m, data, m) for m in args.placements.split(",")}
+        stores = {m: build(work / m, data, m, args.build_nice)
+                  for m in args.placements.split(",")}
         for store in stores.values():
             store.close()
         if not args.skip_swap:
