@@ -10,9 +10,16 @@ documents (user + system, all threads, from ``/proc``): on a machine shared with
 other work, wall-clock rates follow the load; CPU time much less. Data and client:
 ``bench_scale``'s.
 
+``--library`` measures the library's ``Ragline.store_batch`` instead: per round, one
+process per checkout (``PYTHONPATH`` = its ``src``) opens a fresh data directory,
+writes 2,000 documents to warm up, then times ``store_batch`` over ``--docs``
+documents in chunks of 1,000 (the chunk dicts, with their vectors as lists of
+floats, are built before the clock starts); process CPU per 1,000 as above.
+
 Run::
 
     python benchmarks/bench_bulk_write.py --baseline-src /work/main --rounds 5
+    python benchmarks/bench_bulk_write.py --baseline-src /work/main --rounds 5 --library
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -36,6 +44,47 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+LIBRARY_ROUND = """
+import json, sys, tempfile, time
+sys.path.insert(0, {bench!r})
+from bench_scale import BATCH, Data
+from ragline.facade import Ragline
+from ragline.settings import Settings
+
+lo, hi = {lo}, {hi}
+data = Data(hi)
+def chunks(a, b):
+    v = data.vectors(a, b).tolist()
+    return [{{"id": f"d{{i}}", "text": f"chunk {{i}}", "embedding": v[i - a],
+             "metadata": {{"cat": f"c{{data.cat[i]}}", "tier": int(data.tier[i]),
+                          "score": float(i % 1000) / 10}}}} for i in range(a, b)]
+warm = [chunks(s, s + BATCH) for s in range(0, 2000, BATCH)]
+work = [chunks(s, min(s + BATCH, hi)) for s in range(lo, hi, BATCH)]
+with tempfile.TemporaryDirectory() as d:
+    rl = Ragline(Settings(data_dir=d, _env_file=None, background_indexing=False,
+                          max_documents_per_request=BATCH))
+    with rl:
+        rl.create_collection(rl.owner(), "scale")
+        for c in warm:
+            rl.store_batch("scale", c)
+        c0, t0 = time.process_time(), time.perf_counter()
+        for c in work:
+            rl.store_batch("scale", c)
+        cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+print(json.dumps({{"rate": (hi - lo) / wall, "cpu": cpu * 1e6 / (hi - lo)}}))
+"""
+
+
+def library_round(src: Path, python: str, lo: int, hi: int) -> tuple[float, float]:
+    """(documents/s, process CPU ms per 1,000) of ``store_batch`` in a fresh process."""
+    code = LIBRARY_ROUND.format(bench=str(Path(__file__).resolve().parent), lo=lo, hi=hi)
+    env = {**os.environ, "PYTHONPATH": str(src / "src")}
+    out = subprocess.run([python, "-c", code], env=env, capture_output=True, text=True,
+                         check=True, timeout=600).stdout
+    res = json.loads(out.strip().splitlines()[-1])
+    return float(res["rate"]), float(res["cpu"])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--baseline-src", type=Path, required=True)
@@ -44,7 +93,11 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--conns", type=int, default=2)
     ap.add_argument("--json-out", type=Path)
+    ap.add_argument("--library", action="store_true", help="time Ragline.store_batch")
     args = ap.parse_args()
+    if args.library:
+        run_library(args)
+        return
     work = Path(tempfile.mkdtemp(prefix="bench-bulk-"))
     env = {"RAGLINE_MAX_DOCUMENTS_PER_REQUEST": "1000", "RAGLINE_AUTH": "off",
            "RAGLINE_BACKGROUND_INDEXING": "false"}
@@ -74,11 +127,38 @@ def main() -> None:
             srv.stop()
         shutil.rmtree(work, ignore_errors=True)
     load.append(os.getloadavg()[0])
+    report(args, rates, cpu, load)
+
+
+def run_library(args: argparse.Namespace) -> None:
+    py = args.baseline_python or str(args.baseline_src / ".venv/bin/python")
+    srcs = {"baseline": (args.baseline_src, py), "this": (ROOT, sys.executable)}
+    rates: dict[str, list[float]] = {k: [] for k in srcs}
+    cpu: dict[str, list[float]] = {k: [] for k in srcs}
+    load = [os.getloadavg()[0]]
+    for r in range(args.rounds):
+        order = list(srcs) if r % 2 == 0 else list(reversed(srcs))
+        for name in order:
+            rate, ms = library_round(*srcs[name], 2000, 2000 + args.docs)
+            rates[name].append(rate)
+            cpu[name].append(ms)
+        print(f"round {r + 1}: " + ", ".join(
+            f"{k} {v[-1]:,.0f} docs/s, {cpu[k][-1]:.0f} CPU ms/1000" for k, v in rates.items()),
+              file=sys.stderr)
+    load.append(os.getloadavg()[0])
+    report(args, rates, cpu, load)
+
+
+def report(args: argparse.Namespace, rates: dict[str, list[float]],
+           cpu: dict[str, list[float]], load: list[float]) -> None:
     med = {k: statistics.median(v) for k, v in rates.items()}
     cmed = {k: statistics.median(v) for k, v in cpu.items()}
-    print(f"\n{args.rounds} rounds of {args.docs:,} documents (batches of 1,000, "
-          f"{args.conns} connections), load {load[0]:.1f} -> {load[1]:.1f}\n")
-    print("| server | docs/s per round | median docs/s | server CPU ms per 1,000 docs "
+    how = ("store_batch, chunks of 1,000" if args.library
+           else f"batches of 1,000, {args.conns} connections")
+    print(f"\n{args.rounds} rounds of {args.docs:,} documents ({how}), "
+          f"load {load[0]:.1f} -> {load[1]:.1f}\n")
+    who = "process" if args.library else "server"
+    print(f"| {who} | docs/s per round | median docs/s | {who} CPU ms per 1,000 docs "
           "(median) |\n|---|---|---:|---:|")
     for k, v in rates.items():
         print(f"| {k} | {', '.join(f'{x:,.0f}' for x in v)} | {med[k]:,.0f} | {cmed[k]:.0f} |")

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import ctypes.util
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -61,7 +63,16 @@ def trims(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     monkeypatch.setattr(middleware, "release_freed_memory", lambda: calls.append("api"))
     monkeypatch.setattr(jobs, "release_freed_memory", lambda: calls.append("job"))
     monkeypatch.setattr(edge, "release_freed_memory", lambda: calls.append("shard"))
+    monkeypatch.setattr(middleware, "TRIM_QUIET_S", 0.05)
     yield calls
+
+
+def wait_for(trims: list[str], expected: list[str]) -> None:
+    """A large JSON body's trim runs once bodies have stopped for TRIM_QUIET_S."""
+    deadline = time.monotonic() + 10
+    while trims != expected and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert trims == expected
 
 
 def test_large_bodies_are_followed_by_a_trim_small_ones_are_not(
@@ -81,7 +92,7 @@ def test_large_bodies_are_followed_by_a_trim_small_ones_are_not(
                              for i in range(TRIM_AFTER_BYTES // 1000 + 10)]}
         assert len(json.dumps(big)) >= TRIM_AFTER_BYTES
         assert c.post("/collections/c/documents", json=big).status_code == 200
-        assert trims == ["api"]
+        wait_for(trims, ["api"])
         too_big = b'{"documents": [' + b" " * (4 * TRIM_AFTER_BYTES) + b"]}"
         r = c.post("/collections/c/documents", content=too_big,
                    headers={"content-type": "application/json"})
@@ -118,3 +129,94 @@ def test_jobs_and_shard_loads_are_followed_by_a_trim(tmp_path: Path,
     with Ragline(settings) as rl:  # a new process: the shard is loaded from disk
         assert rl.get_document(rl.owner(), "c", "a").text == "a"
     assert trims == ["shard"]
+
+
+def test_concurrent_large_bodies_trim_once_when_the_last_one_ends(trims: list[str]) -> None:
+    """Under a stream of bulk writes a trim per request only returned pages the request
+    in flight was about to fault back in (issue 18): the last large body out trims."""
+    import anyio
+
+    from ragline.api.middleware import GuardConfig, RequestGuard
+
+    big = json.dumps({"documents": [{"text": "x" * TRIM_AFTER_BYTES}]}).encode()
+    started, release = anyio.Event(), anyio.Event()
+    order: list[str] = []
+
+    async def app(scope: dict, receive: object, send: object) -> None:  # type: ignore[type-arg]
+        order.append(f"in {scope['path']}")
+        if scope["path"] == "/first":
+            started.set()
+            await release.wait()
+        elif scope["path"] == "/second":
+            await started.wait()
+            assert trims == []  # the first one is still in flight
+            release.set()
+        order.append(f"out {scope['path']}")
+
+    guard = RequestGuard(app, GuardConfig())  # type: ignore[arg-type]
+
+    async def call(path: str) -> None:
+        sent = [False]
+
+        async def receive() -> dict:  # type: ignore[type-arg]
+            if not sent[0]:
+                sent[0] = True
+                return {"type": "http.request", "body": big, "more_body": False}
+            await anyio.sleep_forever()
+            raise AssertionError
+
+        async def send(message: Any) -> None:
+            pass
+
+        scope = {"type": "http", "method": "POST", "path": path, "headers": [
+            (b"host", b"localhost"), (b"content-type", b"application/json"),
+            (b"x-api-key", b"k")]}
+        await guard(scope, receive, send)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call, "/first")
+            tg.start_soon(call, "/second")
+        assert trims == []  # not at once: only after a quiet moment
+        await anyio.sleep(0.3)
+        await call("/third")  # a body right after a trim: its own trim, once quiet again
+        await anyio.sleep(0.3)
+
+    anyio.run(main)
+    assert sorted(order) == ["in /first", "in /second", "in /third", "out /first",
+                             "out /second", "out /third"]
+    assert trims == ["api", "api"]  # one for the first two, one for the third
+
+
+def test_a_stream_of_large_bodies_trims_once_after_it(trims: list[str]) -> None:
+    """Bodies closer together than TRIM_QUIET_S: one trim, after the last."""
+    import anyio
+
+    from ragline.api.middleware import GuardConfig, RequestGuard
+
+    big = json.dumps({"documents": [{"text": "x" * TRIM_AFTER_BYTES}]}).encode()
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        pass
+
+    guard = RequestGuard(app, GuardConfig())
+
+    async def main() -> None:
+        for _ in range(5):
+            sent = [False]
+
+            async def receive(sent: list[bool] = sent) -> Any:
+                assert not sent[0]
+                sent[0] = True
+                return {"type": "http.request", "body": big, "more_body": False}
+
+            scope = {"type": "http", "method": "POST", "path": "/x", "headers": [
+                (b"host", b"localhost"), (b"content-type", b"application/json"),
+                (b"x-api-key", b"k")]}
+            await guard(scope, receive, None)  # type: ignore[arg-type]
+            await anyio.sleep(0.01)
+        assert trims == []
+        await anyio.sleep(0.3)
+
+    anyio.run(main)
+    assert trims == ["api"]

@@ -87,6 +87,8 @@ def test_dripping_urls_keep_health_fast_and_hit_the_total_deadline(
     assert statuses.count(429) == 2 and statuses.count(400) == 4, answers
     for status, took, body, headers in answers:
         if status == 429:
-            assert took < 1 and int(headers["retry-after"]) >= 1
+            # refused without waiting for a fetch slot: a slot frees only when a fetch hits
+            # its 3 s deadline (timed from the client, so a loaded box adds its share)
+            assert took < 3 and int(headers["retry-after"]) >= 1
         else:
             assert "deadline" in body["message"] and took < 9

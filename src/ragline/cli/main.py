@@ -206,6 +206,9 @@ def serve(
         from ragline.cli.serve_workers import serve_processes
 
         raise typer.Exit(serve_processes(settings, workers))
+    from ragline.observability.memory import tune_gc_for_serving
+
+    tune_gc_for_serving(settings.gc_gen0_threshold)
     try:
         uvicorn.Server(uvicorn_config(api, settings)).run()
     finally:

@@ -62,6 +62,7 @@ def _api_process(settings: Settings, sock: socket.socket, index: int, parent: in
     from ragline.cli.main import uvicorn_config
     from ragline.facade import Ragline
     from ragline.observability.logs import configure_logging
+    from ragline.observability.memory import tune_gc_for_serving
 
     configure_logging(settings.log_level, settings.log_format)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent turns Ctrl-C into SIGTERM
@@ -71,6 +72,7 @@ def _api_process(settings: Settings, sock: socket.socket, index: int, parent: in
     rl.start()
     try:
         server = uvicorn.Server(uvicorn_config(create_app(ragline=rl), settings))
+        tune_gc_for_serving(settings.gc_gen0_threshold)
         log.info("API process %d ready", index)
         server.run(sockets=[sock])
     finally:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import gc
 import threading
 from typing import Any
 
@@ -49,3 +50,24 @@ def release_freed_memory() -> bool:
     with _lock, contextlib.suppress(OSError):
         trim(0)
     return True
+
+
+def tune_gc_for_serving(gen0_threshold: int) -> None:
+    """Garbage-collector settings of a server process (``ragline serve``), called once
+    the app is built; ``gen0_threshold`` 0 leaves Python's defaults.
+
+    A bulk write parses thousands of containers (a list of 384 floats per document)
+    that live for the request, so with Python's threshold of 700 each request set off
+    ~13 young collections that walked those lists again and again, and every ~15
+    requests a full collection walked the ~270,000 objects of the loaded app (100-200
+    ms; measured, BENCHMARKS.md). Freezing moves what start-up made into the permanent
+    generation (never walked again; it lives as long as the process anyway), and a
+    higher first threshold lets a request's objects die by reference counting before
+    any collection sees them. Cyclic garbage is still collected, just later. Not done
+    for library use: the host application owns its collector."""
+    if gen0_threshold <= 0:
+        return
+    gc.collect()
+    gc.freeze()
+    _, gen1, gen2 = gc.get_threshold()
+    gc.set_threshold(gen0_threshold, gen1, gen2)

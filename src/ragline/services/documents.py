@@ -29,6 +29,7 @@ from ragline.services.validation import (
     check_text_size,
     check_vector,
     check_vectors,
+    metadata_fits,
 )
 
 if TYPE_CHECKING:
@@ -74,6 +75,7 @@ class DocumentService:
             raise InvalidInput(MSG_NO_EMBEDDINGS)
         ids: list[str] = []
         seen: set[str] = set()
+        max_chars = self.limits.max_document_chars
         for i, d in enumerate(docs):
             if not isinstance(d.text, str):
                 raise InvalidInput(f"Invalid document at index {i}: 'text' must be a string")
@@ -86,16 +88,20 @@ class DocumentService:
                 raise InvalidInput(f"Duplicate document id '{doc_id}' in request (index {i})")
             seen.add(doc_id)
             ids.append(doc_id)
-            check_text_size(d.text, self.limits, f"document at index {i}")
-            meta = check_metadata(d.metadata, f"document at index {i}")
-            check_metadata_size(meta, self.limits, f"document at index {i}")
+            if len(d.text) > max_chars:
+                check_text_size(d.text, self.limits, f"document at index {i}")
+            if not metadata_fits(d.metadata, self.limits):  # else the checks below raise
+                meta = check_metadata(d.metadata, f"document at index {i}")
+                check_metadata_size(meta, self.limits, f"document at index {i}")
         vectors: list[np.ndarray | None] = [None] * len(docs)
+        values: list[list[float] | None] = [None] * len(docs)
         dim0: int | None = None
         given = [i for i, d in enumerate(docs) if d.embedding is not None]
         fast = check_vectors([docs[i].embedding for i in given], self.max_dimension)
         if fast is not None:  # all valid, one length: no per-number loop
             for row, i in enumerate(given):
                 vectors[i] = fast[row]
+                values[i] = docs[i].embedding  # what the caller sent: rounds to fast[row]
             given = []
         for i in given:
             d = docs[i]
@@ -120,7 +126,7 @@ class DocumentService:
             assert v is not None
             check_dimension(len(v), dim, f"document at index {i}", name)
         records = [
-            Record(ids[i], d.text, dict(d.metadata or {}), vectors[i], tenant)
+            Record(ids[i], d.text, dict(d.metadata or {}), vectors[i], tenant, values[i])
             for i, d in enumerate(docs)
         ]
         # 507 before the store is touched: a full disk kills Edge with SIGBUS (issue 10)
