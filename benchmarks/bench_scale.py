@@ -92,6 +92,10 @@ class Data:
                  "embedding": v[i - lo]} for i in range(lo, hi)]
         return dumps({"documents": docs})
 
+    def score(self) -> np.ndarray:
+        """The float ``score`` field of every document (``i % 1000 / 10``)."""
+        return (np.arange(self.size) % 1000) / 10
+
     def mask(self, where: dict[str, Any] | None) -> np.ndarray:
         if where is None:
             return np.ones(self.size, bool)

@@ -65,12 +65,11 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from ragline.catalog.sqlite import Catalog  # noqa: E402
 from ragline.core.filters import Node, parse_where  # noqa: E402
-from ragline.core.types import Record  # noqa: E402
+from ragline.core.types import Record, SearchMode, StoreQuery  # noqa: E402
 from ragline.providers.stores.qdrant_edge.provider import (  # noqa: E402
     QdrantEdgeConfig,
     QdrantEdgeStore,
 )
-from ragline.providers.stores.qdrant_edge.queries import search_params  # noqa: E402
 from ragline.providers.stores.qdrant_edge.translate import tenant_filter  # noqa: E402
 from ragline.services.collections import CollectionService  # noqa: E402
 
@@ -304,14 +303,10 @@ def run_queries(fn: Callable[[int], Any], nq: int) -> tuple[list[float], list[An
 
 
 def search_path(store: QdrantEdgeStore, node: Node | None) -> str:
-    """Which search the store's own strategy picks for this filter (exact / hnsw_ef=N / plain)."""
-    sh = store._require(KEY)
-    assert sh is not None
-    p = search_params(sh.shard, sh.shard.info(), tenant_filter(TENANT, node),
-                      store.config.exact_search_max_matches, store.config.hnsw_ef)
-    if p is None:
-        return "plain scan"
-    return "exact" if p.exact else f"hnsw ef={p.hnsw_ef}"
+    """Which plan the store's own strategy picks for this filter (``queries.dense_plan``)."""
+    p = store.plan(KEY, StoreQuery(TENANT, SearchMode.DENSE, 10, vector=[0.0] * DIM,
+                                   where=node))
+    return "no shard" if p is None else f"{p.kind} (estimate {p.estimate})"
 
 
 # -- phases ------------------------------------------------------------------------
@@ -473,7 +468,7 @@ def _probe_shape(sh: Any, d: Data, plan: Plan, nq: int, settings: list[Any]) -> 
 def probe_params(
     store: QdrantEdgeStore, d: Data, plans: dict[str, Plan], nq: int, efs: list[int]
 ) -> dict[str, Any]:
-    """Raw shard calls per shape, single pass: what each part of ``search_params`` costs and
+    """Raw shard calls per shape, single pass: what each part of the store's plan costs and
     which search setting gives what recall (to tune exact_search_max_matches / hnsw_ef)."""
     import qdrant_edge as q
 

@@ -35,10 +35,9 @@ from ragline.providers.stores.qdrant_edge.queries import (
     EXACT,
     TEXT,
     VECTOR,
+    DensePlan,
     build_request,
-    linked_fields_only,
-    search_params,
-    split_by_value,
+    dense_plan,
 )
 from ragline.providers.stores.qdrant_edge.translate import tenant_filter
 
@@ -93,6 +92,7 @@ class SearchConfig:
     hnsw_ef: int
     filter_links: bool
     index_memory: str
+    full_scan_threshold_kb: int
 
 
 class Generation:
@@ -188,21 +188,35 @@ class Generation:
                 for path, i in self.shard.info().payload_schema.items()}
 
     def linked(self, info: Any = None) -> frozenset[str]:
-        """Metadata fields whose payload index has per-value HNSW links."""
+        """Metadata fields whose per-value HNSW links keep a walk's recall: keyword
+        fields with links. Integer fields get links too, but a walk for one integer
+        value does not reliably keep its recall (``tier = 0``, 25 %: recall@10
+        0.931-0.947 at 100k, 0.997 at 1M), so their filters are planned like unlinked
+        ones."""
         info = info if info is not None else self.shard.info()
         prefix = "metadata."
         return frozenset(
             path[len(prefix):] for path, pi in info.payload_schema.items()
-            if path.startswith(prefix) and getattr(pi.params, "enable_hnsw", False))
+            if path.startswith(prefix) and pi.data_type == q.PayloadSchemaType.Keyword
+            and getattr(pi.params, "enable_hnsw", False))
 
-    def plan(self, tenant: str, where: Node | None) -> str:
-        """The plan a dense search with this filter gets: ``exact``, ``graph`` (HNSW or
-        ACORN) or ``none`` (cannot match); for tests and diagnostics."""
+    def plan(self, sq: StoreQuery) -> DensePlan | None:
+        """The plan :meth:`query_batch` would use for a dense or hybrid search ``sq``
+        (None: sparse), without its Edge parameters (they do not cross a process
+        boundary); for benchmarks, tests and diagnostics."""
+        if sq.mode == "sparse":
+            return None
         info = self.shard.info()
-        params, _ = search_params(self.shard, info, tenant_filter(tenant, where),
-                                  self.cfg.exact_search_max_matches, self.cfg.hnsw_ef,
-                                  linked_fields_only(where, self.linked(info)))
-        return "none" if params is None else "exact" if params.exact else "graph"
+        dp = self._dense_plan(info, self.linked(info), sq)
+        return DensePlan(dp.kind, None, dp.estimate, dp.parts)
+
+    def _dense_plan(self, info: Any, linked: frozenset[str], sq: StoreQuery) -> DensePlan:
+        # Edge's full-scan threshold in points: values with at least this many get links
+        dim = len(sq.vector) if sq.vector is not None else 1
+        links_min = self.cfg.full_scan_threshold_kb * 1024 // (4 * max(dim, 1))
+        return dense_plan(self.shard, info, tenant_filter(sq.tenant, sq.where), sq.where,
+                          linked, self.cfg.exact_search_max_matches, self.cfg.hnsw_ef,
+                          links_min, split=sq.mode == "dense")
 
     def has_text(self) -> bool:
         if self._has_text is None:  # made with the shard: read once
@@ -259,11 +273,12 @@ class Generation:
     def query_batch(self, queries: list[StoreQuery]) -> list[list[ScoredRecord]]:
         """Several searches in one Edge call (``EdgeShard.query_batch``).
 
-        A dense search filtered by an ``$in`` of a few values of a linked field runs as
-        one graph walk per value, merged by score (:func:`.queries.split_by_value`). A
-        filtered dense search on the graph that returns fewer hits than its filter
-        matches (and than it asked for) is run again exactly, so an index never
-        answers short silently.
+        Each dense search gets a plan from Edge's match-count estimate
+        (:func:`.queries.dense_plan`); an ``$in`` of a few values of a linked field too
+        large for exact search runs as one graph walk per value, merged by score. A
+        graph search that returns fewer hits than it asked for is run again exactly, so
+        an index never answers short silently (a filter matching fewer points than the
+        limit makes that exact run small).
         """
         plans: list[_Plan] = []
         reqs: list[Any] = []
@@ -289,7 +304,7 @@ class Generation:
             sq = queries[plan.slot]
             pts = (found[plan.first] if plan.found is None
                    else _merge(plan.found, sq.limit))
-            if plan.matches is not None and len(pts) < min(sq.limit, plan.matches):
+            if plan.guarded and len(pts) < sq.limit:
                 pts = self.shard.query(build_request(
                     sq, tenant_filter(sq.tenant, sq.where), EXACT))
             out[plan.slot] = _scored(pts, sq.with_vectors)
@@ -298,38 +313,28 @@ class Generation:
     def _plan(self, info: Any, linked: frozenset[str], slot: int,
               sq: StoreQuery) -> _Plan | None:
         """The Edge requests for one query (None: it cannot match anything)."""
-        flt = tenant_filter(sq.tenant, sq.where)
-        params, n = None, None
-        if info is not None and sq.mode != "sparse":
-            params, n = search_params(
-                self.shard, info, flt, self.cfg.exact_search_max_matches,
-                self.cfg.hnsw_ef, linked_fields_only(sq.where, linked))
-            # one walk per value (each keeps its recall), merged by score; only where
-            # exact search is not the plan: below exact_search_max_matches the values'
-            # points are few and exact search was as fast (measured at 50k points)
-            parts = (split_by_value(sq.where, linked) if sq.mode == "dense"
-                     and params is not None and not params.exact else None)
-            if parts:
-                graph = q.SearchParams(hnsw_ef=self.cfg.hnsw_ef)
-                return _Plan(slot, [build_request(sq, tenant_filter(sq.tenant, part), graph)
-                                    for part in parts],
-                             n if sq.score_threshold is None else None)
-        req = build_request(sq, flt, params)
-        if req is None:
-            return None
-        walks = params is not None and not params.exact
-        return _Plan(slot, [req], n if walks and sq.score_threshold is None else None)
+        if info is None or sq.mode == "sparse":
+            req = build_request(sq, tenant_filter(sq.tenant, sq.where), None)
+            return None if req is None else _Plan(slot, [req], False)
+        dp = self._dense_plan(info, linked, sq)
+        # a score threshold makes short answers legitimate: no exact re-run then
+        guarded = dp.guarded and sq.score_threshold is None
+        if dp.kind == "split":  # one walk per value, merged by score
+            return _Plan(slot, [build_request(sq, tenant_filter(sq.tenant, part), dp.params)
+                                for part in dp.parts], guarded)
+        req = build_request(sq, tenant_filter(sq.tenant, sq.where), dp.params)
+        return None if req is None else _Plan(slot, [req], guarded)
 
 
 @dataclass
 class _Plan:
     """The Edge requests of one query in a batch: one, or one per ``$in`` value.
-    ``matches``: the filter's match count when the plan can answer short (graph walks),
-    so that a short answer is redone exactly."""
+    ``guarded``: the plan can answer short (graph walks), so a short answer is redone
+    exactly."""
 
     slot: int
     requests: list[Any]
-    matches: int | None
+    guarded: bool
     first: int = 0  # the position of a single request in the shard's batch
     found: list[list[Any]] | None = None  # the answers of per-value walks
 

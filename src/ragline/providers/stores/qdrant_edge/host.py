@@ -294,7 +294,7 @@ def _open(mode: str, path: str, dim: int, config: dict[str, Any]) -> Generation:
 
 def search_config(cfg: Any) -> SearchConfig:
     return SearchConfig(cfg.exact_search_max_matches, cfg.hnsw_ef, cfg.filter_links,
-                        cfg.index_memory)
+                        cfg.index_memory, cfg.hnsw_full_scan_threshold_kb)
 
 
 def _accept(listener: Listener, gen: Generation) -> None:

@@ -10,9 +10,9 @@ Design points, each from the engine bake-off (``research/engine-bakeoff.md``):
   serving process: :meth:`QdrantEdgeStore.build_index` optimizes a copy of the
   shard in a subprocess and swaps it in (:mod:`.rebuild`, ``docs/storage.md``).
 * Keyword and integer payload indexes get per-value HNSW links, so filtered
-  HNSW keeps its recall; the search plan is chosen per query from the match
-  count (:func:`.queries.search_params`), and a filtered search that returns
-  fewer hits than match is redone exactly, never answered short.
+  HNSW keeps its recall; the search plan is chosen per query from Edge's
+  match-count estimate (:func:`.queries.dense_plan`), and a graph search that
+  returns fewer hits than asked for is redone exactly, never answered short.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from ragline.providers.stores.qdrant_edge.generation import (
     sort_values,
 )
 from ragline.providers.stores.qdrant_edge.locks import RWLock
-from ragline.providers.stores.qdrant_edge.queries import VECTOR
+from ragline.providers.stores.qdrant_edge.queries import VECTOR, DensePlan
 
 # re-exported for the build process and older callers
 __all__ = [
@@ -445,6 +445,15 @@ class QdrantEdgeStore:
                 return [[] for _ in queries]
             out: list[list[ScoredRecord]] = sh.gen.query_batch(queries)
             return out
+
+    def plan(self, key: str, sq: StoreQuery) -> DensePlan | None:
+        """The plan :meth:`query_batch` would use for a dense or hybrid search ``sq``
+        (None: sparse, or no shard); for benchmarks and tests."""
+        with self._reading(key) as sh:
+            if sh is None:
+                return None
+            plan: DensePlan | None = sh.gen.plan(sq)
+            return plan
 
     def has_text_index(self, key: str) -> bool:
         with self._reading(key) as sh:
