@@ -417,6 +417,7 @@ def test_each_plan_returns_the_exact_hits_of_the_tenant(two_tenants, shape: str)
     assert picks
     for over in ({}, {"exact_search_max_matches": 10 * N}):  # the shape's plan, then exact
         store.config = store.config.model_copy(update=over)
+        store.close()  # the generation takes its search settings when it opens (lazily)
         for i in picks:
             sq = StoreQuery("a", SearchMode.DENSE, 10, vector=vecs[i], where=where)
             plan = store.plan("k", sq)
@@ -429,6 +430,7 @@ def test_each_plan_returns_the_exact_hits_of_the_tenant(two_tenants, shape: str)
             truth = {f"a{j[1:]}" for j in _exact_top(vecs, metas, vecs[i], where)}
             assert {h.id for h in hits} == truth, (shape, plan.kind)
     store.config = store.config.model_copy(update={"exact_search_max_matches": N // 40})
+    store.close()
 
 
 class _ShortGraph:
