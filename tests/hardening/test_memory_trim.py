@@ -115,7 +115,7 @@ def test_large_bodies_are_followed_by_a_trim_small_ones_are_not(
 
 def test_jobs_and_shard_loads_are_followed_by_a_trim(tmp_path: Path,
                                                      trims: list[str]) -> None:
-    # Edge in this process: with shard processes (the default) a shard loads, and is
+    # Edge in this process: with shard processes on, a shard loads, and is
     # trimmed, in its own process
     settings = fake_settings(tmp_path, ingest_sync_max_bytes=16,
                              store_options={"shard_processes": False})

@@ -119,7 +119,7 @@ def test_disk_usage_ignores_files_that_vanish_while_counting(
 
 def test_a_shard_process_serves_the_shard_and_its_errors_keep_their_type(
         tmp_path: Path) -> None:
-    """With shard processes (the default) Edge runs in a process of its own; errors raised
+    """With shard processes on, Edge runs in a process of its own; errors raised
     there reach the caller as the same exceptions, and the process ends with the store."""
     import os
 
@@ -127,7 +127,7 @@ def test_a_shard_process_serves_the_shard_and_its_errors_keep_their_type(
     from ragline.errors import FilterError
     from ragline.testing.store_conformance import DIM, rec
 
-    store = QdrantEdgeStore(QdrantEdgeConfig(path=tmp_path))
+    store = QdrantEdgeStore(QdrantEdgeConfig(path=tmp_path, shard_processes=True))
     store.create_shard("k", DIM)
     store.upsert("k", [rec(1, {"x": 1})])
     pid = store._shards["k"].gen.process.pid()

@@ -4,7 +4,7 @@ Edge's binding holds the GIL in every call, and loading, flushing and closing a
 generation are hundreds of ms to seconds of it (measured at 100k points: load
 0.24-0.94 s, close 0.05-0.4 s, a flush 6-440 ms of msync/fsync under the GIL).
 In the server process that froze every request during the swap of a background
-index build. With ``shard_processes`` on (the default), every generation lives
+index build. With ``shard_processes`` on (opt-in, experimental), every generation lives
 in a shard process and the server only sends it picklable calls
 (:class:`.generation.Generation`'s methods) over a Unix socket: the build's
 optimize (a niced build process, as before), the load of the new generation

@@ -109,12 +109,14 @@ class QdrantEdgeConfig(ProviderConfig):
         "keeps them in memory once read (every search returns them), 'cold' reads them from "
         "disk each time (less RAM for very large collections).")
     shard_processes: bool = Field(
-        True, description="Serve each open shard generation from a process of its own "
+        False, description="Serve each open shard generation from a process of its own "
         "(calls pickled over a Unix socket), so that Edge's GIL-holding load, flush and "
         "close of generations (0.3-1.5 s and 0.05-8 s at 100k points, measured) never "
         "stall the server's requests when a background index build swaps generations. "
-        "Off: Edge runs in the server process (no per-call round trip, but every swap "
-        "freezes the server for the load and close).")
+        "Off (the default): Edge runs in the server process (no per-call round trip, but "
+        "every swap freezes the server for the load and close). Experimental: off by "
+        "default until a SIGKILL chaos failure seen with it on is understood "
+        "(docs/storage.md).")
 
 
 class _Shard:
