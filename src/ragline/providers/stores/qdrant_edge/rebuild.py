@@ -4,19 +4,23 @@ Edge's ``optimize()`` holds the GIL for its whole run (118 s for 20,000 384-d
 points with per-value links on the loaded 2-core machine), so no step of it can
 run in the serving process. A build therefore:
 
-1. under the shard's write lock: flushes the live generation, and starts a
-   *journal* of every write operation from then on;
+1. under the shard's write lock (no Edge call): starts a *journal* of every
+   write operation from then on;
 2. copies the generation's directory (``cp --sparse=always``, no lock: writes
-   go on, and every one of them is also in the journal);
+   go on, and every one of them is also in the journal), then, under the write
+   lock, copies again the files written meanwhile: the copy now holds every
+   operation journaled so far;
 3. runs :func:`main` in a niced subprocess on the copy: it loads it (replaying
-   the copied WAL), gives keyword/integer indexes their per-value HNSW links,
-   optimizes, flushes and closes;
-4. opens the built copy -- in a new shard process (:mod:`.host`, the default), so
-   neither its load nor anything after it runs in the server's interpreter -- and
-   replays the journal into it in rounds without the write lock until little is
-   left; flushes it; then, under the write lock, replays the rest, checks that it
-   holds exactly as many points as the live generation, and points
-   ``ragline_current`` at it (one ``os.replace``);
+   the copied WAL), applies the operations journaled up to the copy once more
+   (idempotent; a file torn in the copy is made whole), gives keyword/integer
+   indexes their per-value HNSW links, optimizes, flushes and closes;
+4. opens the built copy -- in a shard process of its own (:mod:`.host`) when
+   ``shard_processes`` is on, so that neither its load nor anything after it runs
+   in the server's interpreter -- and replays the operations journaled after the
+   copy in rounds without the write lock until little is left; flushes it; then,
+   under the write lock, replays the rest, checks that it holds exactly as many
+   points as the live generation, and points ``ragline_current`` at it (one
+   ``os.replace``);
 5. hands the shard over: callers that still hold the old generation finish on
    it, later ones move to the new one (``_Shard.successor``); the old one ends
    once its readers are done (its shard process is killed; in-process it is
@@ -35,6 +39,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -115,7 +120,16 @@ def rebuild(store: QdrantEdgeStore, key: str, should_stop: Callable[[], bool]) -
         with sh.write_lock:  # writers wait while the files written meanwhile are re-copied
             t_recopy = time.monotonic()
             _recopy(src, dst, before)
+            # the operations journaled so far are in the copy (in its segments or WAL)
+            copied = len(sh.journal)
             t_recopy = time.monotonic() - t_recopy
+        # ... and are applied to it once more by the build process before it optimizes
+        # (idempotent: a torn file in the copy is made whole). Replayed after the
+        # build instead, each re-upsert would delete its point from the fresh HNSW
+        # segment, and once most of a segment is deleted Edge's walk, which does not
+        # cross deleted points, cannot reach the rest (measured: 49 of the 50 points
+        # written before a build's journal started unreachable by any ef)
+        _write_journal(dst, sh.journal[:copied])
         _run_worker(store, dst, dim, should_stop)
         t_build = time.monotonic() - t0 - t_copy
         t_load = phases["open"] = time.monotonic()
@@ -125,7 +139,7 @@ def rebuild(store: QdrantEdgeStore, key: str, should_stop: Callable[[], bool]) -
         # the GIL while it loads (payload indexes kept 'cold' make it mostly mmap)
         new = store._start_generation("open", dst, dim, should_stop)
         t_load = time.monotonic() - t_load
-        done = rounds = 0
+        done, rounds = copied, 0
         flushed = False
         phases["replay"] = time.monotonic()
         while True:  # replay rounds without the lock: writes keep flowing
@@ -206,9 +220,12 @@ def _stats(path: Path) -> dict[str, tuple[str, str]]:
     """(size, mtime) of every Edge file under ``path``, by relative path (in a shard
     from before generations, ``path`` also holds ragline's files and the new copy).
     Listed by ``find``: walking ~150 files in Python held the GIL for ~20 ms."""
-    res = subprocess.run(["find", ".", "-type", "f", "-printf", r"%s %T@ %P\0"], cwd=path,
-                         capture_output=True, check=False)
-    if res.returncode != 0:
+    for _ in range(5):  # again when Edge renamed or removed a file during the walk
+        res = subprocess.run(["find", ".", "-type", "f", "-printf", r"%s %T@ %P\0"],
+                             cwd=path, capture_output=True, check=False)
+        if res.returncode == 0:
+            break
+    else:
         raise StoreError("listing the shard's files for an index build failed")
     out: dict[str, tuple[str, str]] = {}
     for item in res.stdout.decode(errors="surrogateescape").split("\0"):
@@ -291,6 +308,16 @@ def _copy(src: Path, dst: Path, nice: int = 0) -> None:
         lock.unlink(missing_ok=True)
 
 
+_JOURNAL = "ragline_journal.pkl"
+
+
+def _write_journal(dst: Path, ops: list[WriteOp]) -> None:
+    """The operations the build process applies to the copy before optimizing it (a
+    file in the copy, removed by that process; the copy is deleted if the build fails)."""
+    with open(dst / _JOURNAL, "wb") as fh:
+        pickle.dump(ops, fh, protocol=pickle.HIGHEST_PROTOCOL)
+
+
 def _run_worker(store: QdrantEdgeStore, dst: Path, dim: int,
                 should_stop: Callable[[], bool]) -> None:
     cfg = store.config.model_dump(mode="json")
@@ -338,6 +365,15 @@ def main(argv: list[str]) -> int:
     store = QdrantEdgeStore.__new__(QdrantEdgeStore)
     store.config = config
     shard = q.EdgeShard.load(path, store._edge_config(dim))
+    journal = Path(path) / _JOURNAL
+    if journal.exists():
+        from ragline.providers.stores.qdrant_edge.generation import Generation
+        from ragline.providers.stores.qdrant_edge.host import search_config
+
+        with open(journal, "rb") as fh:
+            ops = pickle.load(fh)
+        Generation(shard, search_config(config)).write(ops)
+        journal.unlink()
     for field, info in shard.info().payload_schema.items():
         params = reindex_params(field, info, config.filter_links, config.index_memory)
         if params is not None:  # links or placement as configured, for older shards too
