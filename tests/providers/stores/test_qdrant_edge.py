@@ -138,3 +138,51 @@ def test_a_shard_process_serves_the_shard_and_its_errors_keep_their_type(
     store.close()
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+_SERVER = r"""
+import sys
+from pathlib import Path
+from ragline.providers.stores.qdrant_edge.provider import QdrantEdgeConfig, QdrantEdgeStore
+from ragline.testing.store_conformance import DIM, rec
+store = QdrantEdgeStore(QdrantEdgeConfig(path=Path(sys.argv[1]), shard_processes=True))
+store.create_shard("k", DIM)
+store.upsert("k", [rec(1, {"x": 1})])
+print(store._shards["k"].gen.process.pid(), flush=True)
+sys.stdin.read()
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            return not any(line.startswith("State:") and "Z" in line for line in fh)
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="Linux only")
+def test_a_shard_process_dies_with_its_server_even_when_it_cannot_run(tmp_path: Path) -> None:
+    """A SIGKILLed server's shard processes must be gone before the next server opens
+    the shard. A stopped one cannot notice its control pipe closing (nor can one busy
+    in a GIL-holding Edge call); the kernel kills it with its parent anyway."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-c", _SERVER, str(tmp_path)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    shard_pid = int(proc.stdout.readline())
+    os.kill(shard_pid, signal.SIGSTOP)
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 5
+    while _alive(shard_pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(shard_pid)
+    reopened = QdrantEdgeStore(QdrantEdgeConfig(path=tmp_path, shard_processes=True))
+    assert reopened.count("k", "default", None) == 1
+    reopened.close()

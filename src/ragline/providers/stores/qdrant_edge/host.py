@@ -14,8 +14,11 @@ happen outside the server's interpreter.
 
 Processes come from a fork server started once per server process with Edge and
 this module imported, so a shard process starts in milliseconds. Each one
-watches a pipe from the server and exits the moment the server is gone (a
-SIGKILLed server leaves no process holding a shard's WAL lock).
+watches a pipe from the server and exits when the server is gone; and since the
+fork server exits with the server and the kernel kills its children with it
+(``PR_SET_PDEATHSIG``), a shard process that is busy in a GIL-holding Edge call,
+or stopped, dies too: a SIGKILLed server leaves no process working in a shard's
+directory when the next one opens it.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from typing import Any
 
 from ragline.errors import StoreError
 from ragline.providers.stores.qdrant_edge.generation import Generation, SearchConfig
+from ragline.providers.stores.qdrant_edge.orphans import die_with_parent
 
 log = logging.getLogger(__name__)
 
@@ -238,7 +242,10 @@ class RemoteGeneration:
 # -- the shard process ---------------------------------------------------------------
 def _main(control: Connection, mode: str, path: str, dim: int, config: dict[str, Any]) -> None:
     """The shard process: open the generation, serve calls, exit when told or when the
-    server is gone (its end of ``control`` closes)."""
+    server is gone (its end of ``control`` closes; and at once, whatever it is doing,
+    when its parent, the fork server, dies with the server: :func:`.orphans.die_with_parent`)."""
+    _leave_fork_server()
+    die_with_parent()
     try:
         gen = _open(mode, path, dim, config)
         listener = Listener(family="AF_UNIX",
@@ -260,6 +267,22 @@ def _main(control: Connection, mode: str, path: str, dim: int, config: dict[str,
         finally:
             os._exit(0)
     os._exit(0)
+
+
+def _leave_fork_server() -> None:
+    """Close this process's copy of the fork server's "alive" pipe. multiprocessing
+    gives one to every process the fork server starts, and the fork server exits only
+    when all of them are closed: a shard process that is stopped, or busy in a
+    GIL-holding Edge call, when the server is SIGKILLed would keep the fork server
+    alive, and the fork server it (nothing would ever exit). Closed, the fork server
+    exits with the server, and the kernel then kills the shard processes
+    (:func:`.orphans.die_with_parent`)."""
+    server: Any = getattr(forkserver, "_forkserver", None)
+    fd = getattr(server, "_forkserver_alive_fd", None)
+    if isinstance(fd, int):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+        server._forkserver_alive_fd = None
 
 
 def _open(mode: str, path: str, dim: int, config: dict[str, Any]) -> Generation:

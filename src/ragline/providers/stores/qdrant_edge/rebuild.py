@@ -53,6 +53,7 @@ import qdrant_edge as q
 from ragline.errors import StoreError
 from ragline.providers.stores.qdrant_edge import generations
 from ragline.providers.stores.qdrant_edge.generation import WriteOp
+from ragline.providers.stores.qdrant_edge.orphans import die_with_parent
 
 if TYPE_CHECKING:
     from ragline.providers.stores.qdrant_edge.provider import QdrantEdgeStore
@@ -253,7 +254,7 @@ def _recopy(src: Path, dst: Path, before: dict[str, tuple[str, str]]) -> None:
         return
     res = subprocess.run(["cp", "-a", "--sparse=always", "--parents", *changed, str(dst)],
                          cwd=src, capture_output=True, text=True, check=False,
-                         preexec_fn=_die_with_parent)
+                         preexec_fn=die_with_parent)
     if res.returncode != 0:
         raise StoreError(f"copying the shard for an index build failed: {res.stderr[-300:]}")
 
@@ -297,7 +298,7 @@ def _copy(src: Path, dst: Path, nice: int = 0) -> None:
     shutil.rmtree(dst, ignore_errors=True)
 
     def setup() -> None:
-        _die_with_parent()
+        die_with_parent()
         os.nice(nice)
 
     res = subprocess.run(["cp", "-a", "--sparse=always", str(src), str(dst)],
@@ -324,7 +325,7 @@ def _run_worker(store: QdrantEdgeStore, dst: Path, dim: int,
     cmd = [sys.executable, "-m", "ragline.providers.stores.qdrant_edge.rebuild",
            str(dst), str(dim), json.dumps(cfg)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            preexec_fn=_die_with_parent)
+                            preexec_fn=die_with_parent)
     while True:
         try:
             _, err = proc.communicate(timeout=0.5)
@@ -337,19 +338,6 @@ def _run_worker(store: QdrantEdgeStore, dst: Path, dim: int,
     if proc.returncode != 0:
         tail = err.decode(errors="replace")[-500:] if err else ""
         raise StoreError(f"index build process failed ({proc.returncode}): {tail}")
-
-
-def _die_with_parent() -> None:
-    """In the build process before exec: SIGKILL it when the server dies, so an
-    orphaned build never writes into a generation that start-up is removing."""
-    try:
-        import ctypes
-        import signal
-
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:  # not Linux: the build finishes into a directory nobody uses
-        pass
 
 
 def main(argv: list[str]) -> int:
