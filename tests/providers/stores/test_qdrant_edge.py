@@ -186,3 +186,25 @@ def test_a_shard_process_dies_with_its_server_even_when_it_cannot_run(tmp_path: 
     reopened = QdrantEdgeStore(QdrantEdgeConfig(path=tmp_path, shard_processes=True))
     assert reopened.count("k", "default", None) == 1
     reopened.close()
+
+
+def test_a_generation_is_loaded_only_once_its_wal_lock_is_free(tmp_path: Path) -> None:
+    """Edge takes the WAL lock after opening the segments: a load racing the previous
+    owner would touch its files first. The store waits for the lock instead."""
+    import fcntl
+    import os
+    import threading
+
+    from ragline.errors import StoreError
+    from ragline.providers.stores.qdrant_edge.orphans import wait_until_released
+
+    wait_until_released(tmp_path / "new")  # no WAL yet: nothing to wait for
+    (tmp_path / "g1" / "wal").mkdir(parents=True)
+    fd = os.open(tmp_path / "g1" / "wal", os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # what a live Edge shard holds
+    with pytest.raises(StoreError, match="in use by another process"):
+        wait_until_released(tmp_path / "g1", timeout=0.2)
+    threading.Timer(0.3, os.close, args=(fd,)).start()  # the owner ends
+    wait_until_released(tmp_path / "g1", timeout=10)
+    with pytest.raises(OSError):
+        os.fstat(fd)  # it waited for the owner to let go

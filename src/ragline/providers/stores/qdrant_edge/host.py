@@ -4,7 +4,7 @@ Edge's binding holds the GIL in every call, and loading, flushing and closing a
 generation are hundreds of ms to seconds of it (measured at 100k points: load
 0.24-0.94 s, close 0.05-0.4 s, a flush 6-440 ms of msync/fsync under the GIL).
 In the server process that froze every request during the swap of a background
-index build. With ``shard_processes`` on (opt-in, experimental), every generation lives
+index build. With ``shard_processes`` on (the default), every generation lives
 in a shard process and the server only sends it picklable calls
 (:class:`.generation.Generation`'s methods) over a Unix socket: the build's
 optimize (a niced build process, as before), the load of the new generation
@@ -41,7 +41,7 @@ from typing import Any
 
 from ragline.errors import StoreError
 from ragline.providers.stores.qdrant_edge.generation import Generation, SearchConfig
-from ragline.providers.stores.qdrant_edge.orphans import die_with_parent
+from ragline.providers.stores.qdrant_edge.orphans import die_with_parent, wait_until_released
 
 log = logging.getLogger(__name__)
 
@@ -301,6 +301,7 @@ def _open(mode: str, path: str, dim: int, config: dict[str, Any]) -> Generation:
         gen.create_base_indexes()
         gen.flush()
         return gen
+    wait_until_released(Path(path))  # a killed server's shard process: the kernel ends it
     for attempt in range(40):  # a server killed a moment ago: its process may still exit
         try:
             shard = q.EdgeShard.load(path, edge)

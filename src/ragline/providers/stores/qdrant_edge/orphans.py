@@ -10,8 +10,14 @@ Python-level exit path that waits for a GIL-holding Edge call to return.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import signal
+import time
+from pathlib import Path
+
+from ragline.errors import StoreError
 
 _PR_SET_PDEATHSIG = 1
 
@@ -29,3 +35,32 @@ def die_with_parent() -> None:
         return
     if os.getppid() != parent:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def wait_until_released(generation: Path, timeout: float = 30.0) -> None:
+    """Wait until no process holds the WAL lock of the Edge shard at ``generation``.
+
+    Edge locks the WAL directory (``flock``) only after it has opened the segments,
+    so a load that fails on the lock has already touched the files of a process that
+    still works in them (the previous server's shard process, until the kernel kills
+    it). Loading only once the lock is free keeps the two apart. A shard without a
+    WAL directory yet (being created) has nothing to wait for."""
+    wal = generation / "wal"
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fd = os.open(wal, os.O_RDONLY)
+        except FileNotFoundError:
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            return
+        except BlockingIOError:
+            pass
+        finally:
+            os.close(fd)
+        if time.monotonic() > deadline:
+            raise StoreError("the shard is in use by another process")
+        time.sleep(0.05)

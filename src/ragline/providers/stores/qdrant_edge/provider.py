@@ -49,6 +49,7 @@ from ragline.providers.stores.qdrant_edge.generation import (
     sort_values,
 )
 from ragline.providers.stores.qdrant_edge.locks import RWLock
+from ragline.providers.stores.qdrant_edge.orphans import wait_until_released
 from ragline.providers.stores.qdrant_edge.queries import VECTOR, DensePlan
 
 # re-exported for the build process and older callers
@@ -109,14 +110,12 @@ class QdrantEdgeConfig(ProviderConfig):
         "keeps them in memory once read (every search returns them), 'cold' reads them from "
         "disk each time (less RAM for very large collections).")
     shard_processes: bool = Field(
-        False, description="Serve each open shard generation from a process of its own "
+        True, description="Serve each open shard generation from a process of its own "
         "(calls pickled over a Unix socket), so that Edge's GIL-holding load, flush and "
         "close of generations (0.3-1.5 s and 0.05-8 s at 100k points, measured) never "
-        "stall the server's requests when a background index build swaps generations. "
-        "Off (the default): Edge runs in the server process (no per-call round trip, but "
-        "every swap freezes the server for the load and close). Experimental: off by "
-        "default until a SIGKILL chaos failure seen with it on is understood "
-        "(docs/storage.md).")
+        "stall the server's requests when a background index build swaps generations; "
+        "the processes die with the server. Off: Edge runs in the server process (no "
+        "per-call round trip, but every swap freezes the server for the load and close).")
 
 
 class _Shard:
@@ -237,6 +236,7 @@ class QdrantEdgeStore:
             gen.create_base_indexes()
             gen.flush()
             return gen
+        wait_until_released(data)
         gen = Generation(q.EdgeShard.load(str(data), edge), search_config(self.config))
         # loading replays the shard's WAL; what that freed stayed in the heap: a restart
         # after large writes held ~900 MB instead of ~540 MB (BENCHMARKS.md)
