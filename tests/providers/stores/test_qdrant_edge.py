@@ -208,3 +208,31 @@ def test_a_generation_is_loaded_only_once_its_wal_lock_is_free(tmp_path: Path) -
     wait_until_released(tmp_path / "g1", timeout=10)
     with pytest.raises(OSError):
         os.fstat(fd)  # it waited for the owner to let go
+
+
+def test_a_server_opens_a_shard_only_once_earlier_processes_have_left_it(
+        tmp_path: Path) -> None:
+    """Shard and build processes hold a shared lock on the shard's ``ragline_busy``
+    for their whole life; the next server waits for it before it removes, recreates
+    or loads anything there (a dying process of a killed server raced it: a segment
+    lost its payload storage under SIGKILL chaos)."""
+    import subprocess
+    import sys
+    import time
+
+    from ragline.errors import StoreError
+    from ragline.providers.stores.qdrant_edge.orphans import wait_for_previous_owners
+
+    wait_for_previous_owners(tmp_path)  # never used: nothing to wait for
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; "
+         "from ragline.providers.stores.qdrant_edge.orphans import hold_shard; "
+         "hold_shard(Path(sys.argv[1])); print('held', flush=True); time.sleep(1.0)",
+         str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    held_at = time.monotonic()
+    with pytest.raises(StoreError, match="in use by another process"):
+        wait_for_previous_owners(tmp_path, timeout=0.2)
+    wait_for_previous_owners(tmp_path, timeout=30)
+    assert time.monotonic() - held_at >= 0.9  # until the holder (1 s) was gone
+    assert holder.wait(timeout=10) == 0

@@ -41,7 +41,11 @@ from typing import Any
 
 from ragline.errors import StoreError
 from ragline.providers.stores.qdrant_edge.generation import Generation, SearchConfig
-from ragline.providers.stores.qdrant_edge.orphans import die_with_parent, wait_until_released
+from ragline.providers.stores.qdrant_edge.orphans import (
+    die_with_parent,
+    hold_shard,
+    wait_until_released,
+)
 
 log = logging.getLogger(__name__)
 
@@ -246,6 +250,14 @@ def _main(control: Connection, mode: str, path: str, dim: int, config: dict[str,
     when its parent, the fork server, dies with the server: :func:`.orphans.die_with_parent`)."""
     _leave_fork_server()
     die_with_parent()
+    hold_shard(Path(path).parent)  # until this process exits
+    if control.poll(0):
+        # the server sends nothing before "ready": this is its end closing. The fork
+        # server still forks what a server asked for just before it died; started
+        # after its death, this process must not touch the shard that the next server
+        # may be opening (taken after the lock above, the check leaves no gap: a later
+        # opener waits for this process)
+        os._exit(0)
     try:
         gen = _open(mode, path, dim, config)
         listener = Listener(family="AF_UNIX",

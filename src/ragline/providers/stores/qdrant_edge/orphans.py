@@ -64,3 +64,41 @@ def wait_until_released(generation: Path, timeout: float = 30.0) -> None:
         if time.monotonic() > deadline:
             raise StoreError("the shard is in use by another process")
         time.sleep(0.05)
+
+
+BUSY = "ragline_busy"
+
+
+def hold_shard(shard_dir: Path) -> int:
+    """Mark this process as working in the shard at ``shard_dir`` until it exits: a
+    shared ``flock`` on its ``ragline_busy`` file, released by the kernel when the
+    process dies (shard processes and build processes call this first)."""
+    fd = os.open(shard_dir / BUSY, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    return fd  # kept open for the life of the process
+
+
+def wait_for_previous_owners(shard_dir: Path, timeout: float = 30.0) -> None:
+    """Before a server first touches a shard (removes stale generations, recreates a
+    half-created shard, loads the live generation): wait until no process of an
+    earlier server still works in it. The kernel kills those with their parent, but
+    only once the fork server has exited; under load that took long enough for the
+    next server to delete files a dying shard process was writing, or the reverse
+    (seen: `Failed to flush … tracker_journal.dat: No such file` in the chaos test)."""
+    try:
+        fd = os.open(shard_dir / BUSY, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                return
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise StoreError("the shard is in use by another process") from None
+                time.sleep(0.05)
+    finally:
+        os.close(fd)

@@ -49,7 +49,10 @@ from ragline.providers.stores.qdrant_edge.generation import (
     sort_values,
 )
 from ragline.providers.stores.qdrant_edge.locks import RWLock
-from ragline.providers.stores.qdrant_edge.orphans import wait_until_released
+from ragline.providers.stores.qdrant_edge.orphans import (
+    wait_for_previous_owners,
+    wait_until_released,
+)
 from ragline.providers.stores.qdrant_edge.queries import VECTOR, DensePlan
 
 # re-exported for the build process and older callers
@@ -208,6 +211,7 @@ class QdrantEdgeStore:
                 return None
             try:
                 dim = int((path / "ragline_dim").read_text())
+                wait_for_previous_owners(path)
                 generations.remove_stale(path)
                 data = generations.current(path)
                 gen = self._start_generation("open", data, dim)
@@ -308,6 +312,7 @@ class QdrantEdgeStore:
                     raise StoreError(f"shard {key} has dimension {existing}, not {dimension}")
                 return
             if path.exists():  # leftover of a crash before the marker was written
+                wait_for_previous_owners(path)
                 shutil.rmtree(path)
             path.mkdir(parents=True)
             data = path / "g1"

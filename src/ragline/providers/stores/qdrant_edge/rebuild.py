@@ -53,7 +53,7 @@ import qdrant_edge as q
 from ragline.errors import StoreError
 from ragline.providers.stores.qdrant_edge import generations
 from ragline.providers.stores.qdrant_edge.generation import WriteOp
-from ragline.providers.stores.qdrant_edge.orphans import die_with_parent
+from ragline.providers.stores.qdrant_edge.orphans import die_with_parent, hold_shard
 
 if TYPE_CHECKING:
     from ragline.providers.stores.qdrant_edge.provider import QdrantEdgeStore
@@ -348,6 +348,7 @@ def main(argv: list[str]) -> int:
     )
 
     path, dim, cfg_json = argv[0], int(argv[1]), argv[2]
+    hold_shard(Path(path).parent)  # until this process exits
     config = QdrantEdgeConfig(**json.loads(cfg_json))
     os.nice(config.build_nice)
     store = QdrantEdgeStore.__new__(QdrantEdgeStore)
