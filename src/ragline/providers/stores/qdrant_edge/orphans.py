@@ -5,12 +5,14 @@ directory. Should the server die, the next one removes unfinished generations
 and opens the live one at start-up; a process of the dead server still loading,
 flushing or writing there would race it. Linux kills them with their parent
 (``PR_SET_PDEATHSIG``): at once, whatever they are doing, and without the
-Python-level exit path that waits for a GIL-holding Edge call to return.
+Python-level exit path that waits for a GIL-holding Edge call to return. And
+since that kill is not instantaneous, each such process holds a shared lock on
+the shard's ``ragline_busy`` while it lives, and a server waits for the lock to
+be free before it first touches the shard.
 """
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import os
 import signal
@@ -37,6 +39,28 @@ def die_with_parent() -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+def _wait_for_exclusive(path: Path, timeout: float) -> None:
+    """Wait until nobody holds a ``flock`` on ``path`` (taken and released at once);
+    nothing to wait for when ``path`` does not exist."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                return
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise StoreError("the shard is in use by another process") from None
+                time.sleep(0.05)
+    finally:
+        os.close(fd)
+
+
 def wait_until_released(generation: Path, timeout: float = 30.0) -> None:
     """Wait until no process holds the WAL lock of the Edge shard at ``generation``.
 
@@ -45,25 +69,7 @@ def wait_until_released(generation: Path, timeout: float = 30.0) -> None:
     still works in them (the previous server's shard process, until the kernel kills
     it). Loading only once the lock is free keeps the two apart. A shard without a
     WAL directory yet (being created) has nothing to wait for."""
-    wal = generation / "wal"
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            fd = os.open(wal, os.O_RDONLY)
-        except FileNotFoundError:
-            return
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            with contextlib.suppress(OSError):
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            return
-        except BlockingIOError:
-            pass
-        finally:
-            os.close(fd)
-        if time.monotonic() > deadline:
-            raise StoreError("the shard is in use by another process")
-        time.sleep(0.05)
+    _wait_for_exclusive(generation / "wal", timeout)
 
 
 BUSY = "ragline_busy"
@@ -85,20 +91,4 @@ def wait_for_previous_owners(shard_dir: Path, timeout: float = 30.0) -> None:
     only once the fork server has exited; under load that took long enough for the
     next server to delete files a dying shard process was writing, or the reverse
     (seen: `Failed to flush … tracker_journal.dat: No such file` in the chaos test)."""
-    try:
-        fd = os.open(shard_dir / BUSY, os.O_RDONLY)
-    except FileNotFoundError:
-        return
-    deadline = time.monotonic() + timeout
-    try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                return
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise StoreError("the shard is in use by another process") from None
-                time.sleep(0.05)
-    finally:
-        os.close(fd)
+    _wait_for_exclusive(shard_dir / BUSY, timeout)

@@ -314,9 +314,13 @@ _JOURNAL = "ragline_journal.pkl"
 
 def _write_journal(dst: Path, ops: list[WriteOp]) -> None:
     """The operations the build process applies to the copy before optimizing it (a
-    file in the copy, removed by that process; the copy is deleted if the build fails)."""
+    file in the copy, removed by that process; the copy is deleted if the build fails).
+    One pickle per operation, yielding between them: this runs in the serving process,
+    and one dump of a large journal would hold the GIL for all of it."""
     with open(dst / _JOURNAL, "wb") as fh:
-        pickle.dump(ops, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        for op in ops:
+            pickle.dump(op, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            time.sleep(0)
 
 
 def _run_worker(store: QdrantEdgeStore, dst: Path, dim: int,
@@ -359,9 +363,10 @@ def main(argv: list[str]) -> int:
         from ragline.providers.stores.qdrant_edge.generation import Generation
         from ragline.providers.stores.qdrant_edge.host import search_config
 
+        gen = Generation(shard, search_config(config))
         with open(journal, "rb") as fh:
-            ops = pickle.load(fh)
-        Generation(shard, search_config(config)).write(ops)
+            while fh.peek(1):
+                gen.write([pickle.load(fh)])
         journal.unlink()
     for field, info in shard.info().payload_schema.items():
         params = reindex_params(field, info, config.filter_links, config.index_memory)
