@@ -77,6 +77,32 @@ def test_metadata_fast_path_never_passes_what_the_exact_checks_refuse(
             assert metadata_fits(meta, limits)
 
 
+ROWS: list[Any] = [
+    [0.5, -1.0, 3.0], [1, 2, 3], [0.0, 0.0, 0.0], [1e39, 1.0, 1.0], [1e-50, 1e-50, 1e-50],
+    [float("nan"), 1.0, 1.0], [float("inf"), 1.0, 1.0], [3.4e38, 3.4e38, 3.4e38],
+]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=range(len(ROWS)))
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
+def test_numpy_rows_pass_the_checks_lists_pass(row: list[Any], dtype: Any) -> None:
+    """Rows that arrive as numpy arrays (bulk bodies read by ``api/bulk_json``, library
+    callers) give the matrix their lists give, and are refused where the lists are."""
+    with np.errstate(all="ignore"):
+        arr = np.asarray(row, dtype=np.float64).astype(dtype)
+    ok = np.array([0.25, 0.5, 1.0])
+    got = check_vectors([ok, arr], 4096)
+    want = check_vectors([ok.tolist(), arr.tolist()], 4096)
+    if want is None:
+        assert got is None
+    else:
+        assert got is not None and got.tobytes() == want.tobytes()
+    assert check_vectors([ok, arr.astype(bool)], 4096) is None  # booleans: the slow way
+    assert check_vectors([ok, np.stack([arr, arr])], 4096) is None  # not one row
+    assert check_vectors([ok, arr[:2]], 4096) is None  # lengths differ
+    assert check_vectors([ok], 2) is None  # over the dimension limit
+
+
 @pytest.mark.parametrize("processes", [False, True])
 def test_edge_stores_the_same_vectors_from_the_callers_lists(tmp_path: Path,
                                                              processes: bool) -> None:

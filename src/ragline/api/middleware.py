@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import anyio.to_thread
 import orjson
 
+from ragline.api.bulk_json import DOCUMENTS_PATH, read_documents_body
 from ragline.errors import PayloadTooLarge
 from ragline.observability.memory import TRIM_AFTER_BYTES, release_freed_memory
 
@@ -231,8 +232,11 @@ class RequestGuard:
                 break
         body = b"".join(chunks)
         del chunks
+        bulk = None  # a bulk write's vectors read straight into a matrix (api/bulk_json)
+        if scope.get("method") == "POST" and DOCUMENTS_PATH.match(scope.get("path", "")):
+            bulk = read_documents_body(body)
         try:  # orjson refuses NaN/Infinity and numbers beyond the float range itself
-            scope[PARSED_JSON] = orjson.loads(body)
+            scope[PARSED_JSON] = bulk if bulk is not None else orjson.loads(body)
             found = None
         except orjson.JSONDecodeError:  # a literal to name, or invalid JSON (route's 400)
             found = find_constant(body)

@@ -101,11 +101,14 @@ class DocumentService:
         if fast is not None:  # all valid, one length: no per-number loop
             for row, i in enumerate(given):
                 vectors[i] = fast[row]
-                values[i] = docs[i].embedding  # what the caller sent: rounds to fast[row]
+                raw = docs[i].embedding  # what the caller sent: rounds to fast[row]
+                values[i] = raw if type(raw) is list else None
             given = []
         for i in given:
-            d = docs[i]
-            vec = check_vector(d.embedding, f"document at index {i}", self.max_dimension)
+            raw = docs[i].embedding  # numpy rows (api/bulk_json, library callers) as lists
+            if isinstance(raw, np.ndarray):
+                raw = raw.tolist()
+            vec = check_vector(raw, f"document at index {i}", self.max_dimension)
             if dim0 is None:
                 dim0 = len(vec)
             elif len(vec) != dim0:

@@ -537,3 +537,71 @@ def test_values_grown_since_the_build_are_not_walked_as_linked(tmp_path: Path) -
     hits = store.query_batch("k", [sq])[0]
     assert {h.id for h in hits} == set(_exact_top(vecs, metas, vecs[0], where))
     store.close()
+
+
+def test_writes_send_points_prepared_before_the_write_lock(tmp_path: Path) -> None:
+    """An upsert's points are made before the write lock (``Generation.prepare``) and
+    the generation gets only their token under it; the journal of a build still gets
+    the upsert itself. A write that fails under the lock leaves nothing prepared."""
+    store = _store(tmp_path, shard_processes=False)
+    store.create_shard("k", DIM)
+    vecs, metas = _data(300, seed=21)
+    sh = store._shards["k"]
+    sent: list[str] = []
+    real = sh.gen.write
+
+    def spy(ops):  # type: ignore[no-untyped-def]
+        sent.extend(op[0] for op in ops)
+        return real(ops)
+
+    sh.gen.write = spy
+    sh.journal = []
+    _fill(store, vecs[:200], metas[:200])
+    assert "upsert_prepared" in sent and "upsert" not in sent
+    upserts = [op for op in sh.journal if op[0].startswith("upsert")]
+    assert [op[0] for op in upserts] == ["upsert"] and len(upserts[0][1]) == 200
+    sh.journal = None
+    assert store.count("k", "default", None) == 200
+    assert sh.gen._prepared == {}
+
+    def refuse(metadatas):  # type: ignore[no-untyped-def]
+        raise RuntimeError("refused under the lock")
+
+    real_observe = sh.fields.observe
+    sh.fields.observe = refuse
+    with pytest.raises(RuntimeError, match="refused under the lock"):
+        _fill(store, vecs[200:300], metas[200:300], start=200)
+    sh.fields.observe = real_observe
+    assert sh.gen._prepared == {}  # forgotten, not leaked
+    assert store.count("k", "default", None) == 200
+    store.close()
+
+
+def test_a_write_prepared_before_a_swap_lands_in_the_new_generation(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Points prepared in a generation that a build replaces before the write takes its
+    lock are not written there: the new generation gets the upsert itself."""
+    store = _store(tmp_path)
+    store.create_shard("k", DIM)
+    vecs, metas = _data(N + 100, seed=22)
+    _fill(store, vecs[:N], metas[:N])
+    old = store._shards["k"]
+    writing = store._writing
+    swapped: list[bool | None] = []
+
+    def build_first(key: str):  # type: ignore[no-untyped-def]
+        if not swapped:  # the upsert's first call (the build takes the lock too)
+            swapped.append(None)
+            swapped[0] = store.build_index("k")
+        return writing(key)
+
+    monkeypatch.setattr(store, "_writing", build_first)
+    moved = [dict(metas[i], tier=9) for i in range(10)]  # ten updates, 100 new points
+    store.upsert("k", [Record(f"d{i}", "t", moved[i], vecs[i]) for i in range(10)]
+                 + [Record(f"d{i}", "t", metas[i], vecs[i]) for i in range(N, N + 100)])
+    assert swapped == [True] and store._shards["k"] is not old
+    assert store.count("k", "default", None) == N + 100
+    assert store.count("k", "default", Eq("tier", 9)) == 10
+    got = {r.id: r.metadata["tier"] for r in store.get("k", "default", ["d0", f"d{N}"])}
+    assert got == {"d0": 9, f"d{N}": metas[N]["tier"]}
+    store.close()

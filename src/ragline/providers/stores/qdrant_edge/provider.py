@@ -17,6 +17,7 @@ Design points, each from the engine bake-off (``research/engine-bakeoff.md``):
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -147,9 +148,11 @@ class _Shard:
             raise StoreError("this shard is served by a shard process")
         return shard
 
-    def write(self, ops: list[WriteOp]) -> list[int]:
-        """Writes, in order; the caller holds ``write_lock``. Journaled during a build."""
-        out: list[int] = self.gen.write(ops)
+    def write(self, ops: list[WriteOp], sent: list[WriteOp] | None = None) -> list[int]:
+        """Writes, in order; the caller holds ``write_lock``. Journaled during a build.
+        ``sent``: what the generation is sent instead (``ops`` with an upsert replaced by
+        the token of its prepared points); the journal always gets ``ops``."""
+        out: list[int] = self.gen.write(sent if sent is not None else ops)
         if self.journal is not None:
             self.journal.extend(ops)
         return out
@@ -397,15 +400,34 @@ class QdrantEdgeStore:
         ids = [point_id(r.tenant, r.id) for r in records]
         payloads = [point_payload(r.id, r.text, r.tenant, r.metadata, norm)
                     for r, norm in zip(records, norms, strict=True)]
-        with self._writing(key) as sh:
-            to_index, to_drop = sh.fields.observe([r.metadata for r in records])
-            ops: list[WriteOp] = [("delete_index", _index_path(f, kind)) for f, kind in to_drop]
-            ops.append(("upsert", ids, rows, payloads))
-            ops += [("create_index", _index_path(f, kind), kind)
-                    for f, kind in to_index.items()]
-            sh.write(ops)
-            if to_index or to_drop:
-                sh.fields.save()
+        # Edge's points are made before the write lock (Generation.prepare: most of the
+        # time of a bulk write), so concurrent writers overlap; the lock covers the update
+        with self._reading(key) as prepared_in:
+            if prepared_in is None:
+                raise StoreError(f"shard {key} does not exist")
+            token = prepared_in.gen.prepare(ids, rows, payloads)
+        used = False
+        try:
+            with self._writing(key) as sh:
+                to_index, to_drop = sh.fields.observe([r.metadata for r in records])
+                ops: list[WriteOp] = [("delete_index", _index_path(f, kind))
+                                      for f, kind in to_drop]
+                upsert = len(ops)
+                ops.append(("upsert", ids, rows, payloads))
+                ops += [("create_index", _index_path(f, kind), kind)
+                        for f, kind in to_index.items()]
+                sent = None
+                if sh is prepared_in:  # else a build swapped generations meanwhile
+                    sent = list(ops)
+                    sent[upsert] = ("upsert_prepared", token)
+                sh.write(ops, sent)
+                used = sent is not None
+                if to_index or to_drop:
+                    sh.fields.save()
+        finally:
+            if not used:
+                with contextlib.suppress(Exception):  # a replaced generation may be gone
+                    prepared_in.gen.forget(token)
 
     def delete_ids(self, key: str, tenant: str, ids: list[str]) -> int:
         if not ids or not self.has_shard(key):
