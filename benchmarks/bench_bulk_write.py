@@ -5,8 +5,9 @@ each with its own data directory and no background index builds. Each round
 sends ``--docs`` pre-computed 384-d documents (batches of 1,000, 2 connections,
 bodies serialised ahead by the client) to one server and then to the other,
 alternating which goes first, so both see the same machine load. Reports the
-median documents/s of each and the ratio, and the server's CPU time per 1,000
-documents (user + system, all threads, from ``/proc``): on a machine shared with
+median documents/s of each and the ratio, and the CPU time per 1,000 documents of
+the server and the processes under it (its shard processes; user + system, all
+threads, from ``/proc``): on a machine shared with
 other work, wall-clock rates follow the load; CPU time much less. Data and client:
 ``bench_scale``'s.
 
@@ -25,6 +26,7 @@ Run::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -39,15 +41,28 @@ from bench_scale import ROOT, Data, Server, dumps, write
 
 
 def cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process (all its threads) so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU seconds so far of a process (all its threads) and of every
+    process under it: with ``shard_processes`` on, Edge's work runs in shard processes
+    (children of the server's fork server), which the server's own figure leaves out."""
+    stats = {}
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            with contextlib.suppress(OSError):  # a process that ended meanwhile
+                stats[int(p.name)] = (p / "stat").read_text().rsplit(")", 1)[1].split()
+    tree, todo = set(), [pid]
+    while todo:
+        cur = todo.pop()
+        tree.add(cur)
+        todo += [q for q, f in stats.items() if int(f[1]) == cur and q not in tree]
+    ticks = sum(int(stats[q][11]) + int(stats[q][12]) for q in tree if q in stats)
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 LIBRARY_ROUND = """
-import json, sys, tempfile, time
+import json, os, sys, tempfile, time
 sys.path.insert(0, {bench!r})
 from bench_scale import BATCH, Data
+from bench_bulk_write import cpu_s
 from ragline.facade import Ragline
 from ragline.settings import Settings
 
@@ -67,10 +82,10 @@ with tempfile.TemporaryDirectory() as d:
         rl.create_collection(rl.owner(), "scale")
         for c in warm:
             rl.store_batch("scale", c)
-        c0, t0 = time.process_time(), time.perf_counter()
+        c0, t0 = cpu_s(os.getpid()), time.perf_counter()
         for c in work:
             rl.store_batch("scale", c)
-        cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+        cpu, wall = cpu_s(os.getpid()) - c0, time.perf_counter() - t0
 print(json.dumps({{"rate": (hi - lo) / wall, "cpu": cpu * 1e6 / (hi - lo)}}))
 """
 
@@ -158,7 +173,8 @@ def report(args: argparse.Namespace, rates: dict[str, list[float]],
     print(f"\n{args.rounds} rounds of {args.docs:,} documents ({how}), "
           f"load {load[0]:.1f} -> {load[1]:.1f}\n")
     who = "process" if args.library else "server"
-    print(f"| {who} | docs/s per round | median docs/s | {who} CPU ms per 1,000 docs "
+    print(f"| {who} | docs/s per round | median docs/s | CPU ms per 1,000 docs, {who} "
+          "and its shard processes "
           "(median) |\n|---|---|---:|---:|")
     for k, v in rates.items():
         print(f"| {k} | {', '.join(f'{x:,.0f}' for x in v)} | {med[k]:,.0f} | {cmed[k]:.0f} |")

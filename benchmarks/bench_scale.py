@@ -292,6 +292,32 @@ def generations(data_dir: Path) -> int:
     return len([p for p in (data_dir / "collections").glob("*/g*") if p.is_dir()])
 
 
+def by_phase(samples: list[tuple[float, float]], states: list[tuple[float, str]],
+             end: float) -> dict[str, dict[str, float]]:
+    """Probe latencies grouped by what the build was doing when each probe began
+    (polled every 0.25 s: the state seen last before it): n, p50, p99, max."""
+    groups: dict[str, list[float]] = {}
+    times = [t for t, _ in states]
+    for done, ms in samples:
+        began = done - ms / 1000
+        if began > end or not states:
+            continue
+        i = max(0, min(len(states) - 1, _bisect_right(times, began) - 1))
+        groups.setdefault(states[i][1], []).append(ms)
+    out = {}
+    for name, lat in groups.items():
+        lat.sort()
+        out[name] = {"n": len(lat), "p50_ms": statistics.median(lat),
+                     "p99_ms": lat[max(0, int(0.99 * len(lat)) - 1)], "max_ms": lat[-1]}
+    return out
+
+
+def _bisect_right(xs: list[float], x: float) -> int:
+    import bisect
+
+    return bisect.bisect_right(xs, x)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", type=int, default=100_000)
@@ -343,12 +369,16 @@ def main() -> None:
         probe = Probe(srv, queries[0])
         build_start = time.monotonic()
         build_rss, settled_since = 0.0, None
+        states: list[tuple[float, str]] = []  # (when, what the background build was doing)
         deadline = time.monotonic() + args.build_timeout
         while time.monotonic() < deadline:  # settled: one generation, no build, for 10 s
             pids = _build_pids()
+            gens = generations(data_dir)
+            states.append((time.monotonic(), "build process" if pids
+                           else "copy, load or swap" if gens > 1 else "between builds"))
             for pid in pids:
                 build_rss = max(build_rss, _vm_hwm(pid))
-            if generations(data_dir) == 1 and not pids:
+            if gens == 1 and not pids:
                 settled_since = settled_since or time.monotonic()
                 if time.monotonic() - settled_since >= 10:
                     break
@@ -365,7 +395,8 @@ def main() -> None:
         result["probe_during_build"] = {
             "n": len(during), "max_ms": max(during, default=0.0),
             "p50_ms": statistics.median(during) if during else 0.0,
-            "p99_ms": sorted(during)[int(0.99 * len(during)) - 1] if during else 0.0}
+            "p99_ms": sorted(during)[int(0.99 * len(during)) - 1] if during else 0.0,
+            "by_phase": by_phase(samples, states, build_end)}
         result["build_rss_mb"] = build_rss
         result["after_build"] = search_shapes(srv, data, queries, exact)
         probe = Probe(srv, queries[0])
@@ -406,6 +437,9 @@ def report(r: dict[str, Any]) -> None:
     print(f"* probe search every 20 ms: during the build max {pb['max_ms']:.1f} ms, p99 "
           f"{pb['p99_ms']:.1f}, p50 {pb['p50_ms']:.1f} (n={pb['n']}); idle max "
           f"{pi['max_ms']:.1f}, p50 {pi['p50_ms']:.1f}")
+    for phase, st in pb.get("by_phase", {}).items():
+        print(f"  * while {phase}: n={st['n']}, p50 {st['p50_ms']:.1f}, p99 "
+              f"{st['p99_ms']:.1f}, max {st['max_ms']:.1f} ms")
     print("\n| filter | before build p50 / p95 ms | recall@10 | after build p50 / p95 ms "
           "| recall@10 |\n|---|---:|---:|---:|---:|")
     for name in SHAPES:

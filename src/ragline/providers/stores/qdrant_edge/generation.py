@@ -127,7 +127,8 @@ class Generation:
         payloads converted by the binding, GIL held) is over half of a bulk write's time
         in Edge (measured: ~48 of ~90 ms per 1,000 384-d points); done here, one request's
         points are made while another's are written (Edge's update lets go of the GIL
-        for much of its run), so the write lock covers the update alone."""
+        for part of its run: a spinning thread kept ~30 % of its pace during one), so
+        the write lock covers the update alone."""
         points = _points(ids, rows, payloads)
         with self._prepared_lock:
             token = next(self._tokens)
