@@ -312,6 +312,31 @@ def by_phase(samples: list[tuple[float, float]], states: list[tuple[float, str]]
     return out
 
 
+def by_step(samples: list[tuple[float, float]], steps: list[dict[str, float]],
+            start: float, end: float) -> dict[str, dict[str, float]]:
+    """Probe latencies grouped by the build step (the server's "index build steps" log
+    lines: CLOCK_MONOTONIC, shared by the processes of one machine) running when each
+    probe began; outside every build: "no build". Steps: copy, recopy (writers wait),
+    build (the build process), open (the new generation's load), replay, new_flush,
+    locked (the swap), retire (the old generation's end)."""
+    marks = sorted((at, name) for st in steps for name, at in st.items())
+    times = [t for t, _ in marks]
+    groups: dict[str, list[float]] = {}
+    for done, ms in samples:
+        began = done - ms / 1000
+        if began < start or began > end:
+            continue
+        i = _bisect_right(times, began) - 1
+        name = marks[i][1] if i >= 0 and marks[i][1] != "end" else "no build"
+        groups.setdefault(name, []).append(ms)
+    out = {}
+    for name, lat in groups.items():
+        lat.sort()
+        out[name] = {"n": len(lat), "p50_ms": statistics.median(lat),
+                     "p99_ms": lat[max(0, int(0.99 * len(lat)) - 1)], "max_ms": lat[-1]}
+    return out
+
+
 def _bisect_right(xs: list[float], x: float) -> int:
     import bisect
 
@@ -388,15 +413,20 @@ def main() -> None:
         build_end = settled_since or time.monotonic()
         samples = probe.stop()
         during = [ms for t, ms in samples if t <= build_end]
+        log_lines = srv.log.read_text().splitlines()
         result["builds"] = [json.loads(x.split("index build of ", 1)[1].split(": ", 1)[1]
                                        .replace("'", '"'))
-                            for x in srv.log.read_text().splitlines() if "index build of" in x]
+                            for x in log_lines if "index build of" in x]
+        steps = [json.loads(x.split("index build steps of ", 1)[1].split(": ", 1)[1]
+                            .replace("'", '"'))
+                 for x in log_lines if "index build steps of" in x]
         result["build_s"] = build_end - build_start
         result["probe_during_build"] = {
             "n": len(during), "max_ms": max(during, default=0.0),
             "p50_ms": statistics.median(during) if during else 0.0,
             "p99_ms": sorted(during)[int(0.99 * len(during)) - 1] if during else 0.0,
-            "by_phase": by_phase(samples, states, build_end)}
+            "by_phase": by_phase(samples, states, build_end),
+            "by_step": by_step(samples, steps, build_start, build_end)}
         result["build_rss_mb"] = build_rss
         result["after_build"] = search_shapes(srv, data, queries, exact)
         probe = Probe(srv, queries[0])
@@ -439,6 +469,9 @@ def report(r: dict[str, Any]) -> None:
           f"{pi['max_ms']:.1f}, p50 {pi['p50_ms']:.1f}")
     for phase, st in pb.get("by_phase", {}).items():
         print(f"  * while {phase}: n={st['n']}, p50 {st['p50_ms']:.1f}, p99 "
+              f"{st['p99_ms']:.1f}, max {st['max_ms']:.1f} ms")
+    for step, st in pb.get("by_step", {}).items():
+        print(f"  * in build step '{step}': n={st['n']}, p50 {st['p50_ms']:.1f}, p99 "
               f"{st['p99_ms']:.1f}, max {st['max_ms']:.1f} ms")
     print("\n| filter | before build p50 / p95 ms | recall@10 | after build p50 / p95 ms "
           "| recall@10 |\n|---|---:|---:|---:|---:|")

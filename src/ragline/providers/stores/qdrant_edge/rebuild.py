@@ -130,6 +130,7 @@ def rebuild(store: QdrantEdgeStore, key: str, should_stop: Callable[[], bool]) -
         # segment, and once most of a segment is deleted Edge's walk, which does not
         # cross deleted points, cannot reach the rest (measured: 49 of the 50 points
         # written before a build's journal started unreachable by any ef)
+        phases["build"] = time.monotonic()
         _write_journal(dst, sh.journal[:copied])
         _run_worker(store, dst, dim, should_stop)
         t_build = time.monotonic() - t0 - t_copy
@@ -209,6 +210,10 @@ def rebuild(store: QdrantEdgeStore, key: str, should_stop: Callable[[], bool]) -
     phases["end"] = time.monotonic()
     store.last_phases = phases  # monotonic start of each step (benchmarks)
     log.info("index build of %s: %s", key, store.last_build)
+    # when each step began (CLOCK_MONOTONIC, one clock for every process of the machine):
+    # what a benchmark needs to tell which step a slow request ran into
+    log.info("index build steps of %s: %s", key,
+             {name: round(at, 4) for name, at in phases.items()})
     if src == shard_dir:
         generations.remove_stale(shard_dir)  # a shard from before generations
     else:  # by a process: a Python walk of the files holds the GIL between unlinks
