@@ -24,6 +24,7 @@ Results go to stdout as Markdown plus a JSON line (``--json-out`` to keep it).
 from __future__ import annotations
 
 import argparse
+import bisect
 import http.client
 import json
 import os
@@ -302,14 +303,9 @@ def by_phase(samples: list[tuple[float, float]], states: list[tuple[float, str]]
         began = done - ms / 1000
         if began > end or not states:
             continue
-        i = max(0, min(len(states) - 1, _bisect_right(times, began) - 1))
+        i = max(0, min(len(states) - 1, bisect.bisect_right(times, began) - 1))
         groups.setdefault(states[i][1], []).append(ms)
-    out = {}
-    for name, lat in groups.items():
-        lat.sort()
-        out[name] = {"n": len(lat), "p50_ms": statistics.median(lat),
-                     "p99_ms": lat[max(0, int(0.99 * len(lat)) - 1)], "max_ms": lat[-1]}
-    return out
+    return _summaries(groups)
 
 
 def by_step(samples: list[tuple[float, float]], steps: list[dict[str, float]],
@@ -326,21 +322,19 @@ def by_step(samples: list[tuple[float, float]], steps: list[dict[str, float]],
         began = done - ms / 1000
         if began < start or began > end:
             continue
-        i = _bisect_right(times, began) - 1
+        i = bisect.bisect_right(times, began) - 1
         name = marks[i][1] if i >= 0 and marks[i][1] != "end" else "no build"
         groups.setdefault(name, []).append(ms)
+    return _summaries(groups)
+
+
+def _summaries(groups: dict[str, list[float]]) -> dict[str, dict[str, float]]:
     out = {}
     for name, lat in groups.items():
         lat.sort()
         out[name] = {"n": len(lat), "p50_ms": statistics.median(lat),
                      "p99_ms": lat[max(0, int(0.99 * len(lat)) - 1)], "max_ms": lat[-1]}
     return out
-
-
-def _bisect_right(xs: list[float], x: float) -> int:
-    import bisect
-
-    return bisect.bisect_right(xs, x)
 
 
 def main() -> None:

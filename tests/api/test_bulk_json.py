@@ -50,6 +50,17 @@ def test_a_bulk_body_reads_its_vectors_into_one_matrix() -> None:
     assert list(got["documents"][0]) == ["id", "text", "metadata", "embedding"]
 
 
+@pytest.mark.parametrize("indent", [None, 2])
+def test_bodies_from_pythons_json_take_the_bulk_reader(indent: int | None) -> None:
+    """json.dumps puts a space after every ':' (and indents with indent=2): those
+    spaces before an embedding's '[' do not send the body the slow way."""
+    docs = [{"id": f"d{i}", "metadata": {"tags": ["a", "b"]}, "embedding": [0.5, -1.0, i]}
+            for i in range(3)]
+    got = _same_as_orjson(json.dumps({"documents": docs}, indent=indent).encode())
+    assert got is not None
+    assert all(type(d["embedding"]) is np.ndarray for d in got["documents"])
+
+
 @pytest.mark.parametrize("body", [
     b'{"documents": [{"embedding": [1, 2.5, -3]}]}',  # integers: read as doubles
     b'{"documents": [{"embedding": [true, 1.0]}]}',  # left as a list: the service names it
