@@ -26,6 +26,7 @@ from __future__ import annotations
 import itertools
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,7 @@ from ragline.core.filters import Node
 from ragline.core.ids import point_id
 from ragline.core.types import Page, Record, Scalar, ScoredRecord, StoreQuery
 from ragline.providers.stores.qdrant_common.filters import field_path
+from ragline.providers.stores.qdrant_edge import resident
 from ragline.providers.stores.qdrant_edge.queries import (
     EXACT,
     TEXT,
@@ -119,6 +121,7 @@ class Generation:
         self._prepared: dict[int, list[Any]] = {}
         self._tokens = itertools.count(1)
         self._prepared_lock = threading.Lock()
+        self._resident: list[Any] = []
 
     # -- writes ----------------------------------------------------------------------
     def prepare(self, ids: list[Any], rows: Any, payloads: list[dict[str, Any]]) -> int:
@@ -205,7 +208,16 @@ class Generation:
     def optimize(self) -> bool:
         return bool(self.shard.optimize())
 
+    def keep_resident(self, path: str) -> int:
+        """Map and read in the payload indexes of this generation's built segments
+        (``path``: its directory) and keep them mapped until :meth:`close`; returns the
+        bytes held (:mod:`.resident` says why)."""
+        resident.release(self._resident)
+        self._resident, held = resident.hold(Path(path))
+        return held
+
     def close(self) -> None:
+        resident.release(self._resident)
         self.shard.close()
 
     # -- reads -----------------------------------------------------------------------
@@ -213,9 +225,6 @@ class Generation:
         """(points, points in HNSW-indexed segments)."""
         info = self.shard.info()
         return int(info.points_count), int(info.indexed_vectors_count)
-
-    def count_all(self) -> int:
-        return int(self.shard.count(q.CountRequest(exact=True)))
 
     def schema(self) -> dict[str, tuple[str, bool, bool]]:
         """Payload index per path: (data type, per-value links, cold), for tests and

@@ -46,6 +46,7 @@ from ragline.providers.stores.qdrant_edge.orphans import (
     hold_shard,
     wait_until_released,
 )
+from ragline.providers.stores.qdrant_edge.resident import read_ahead
 
 log = logging.getLogger(__name__)
 
@@ -314,6 +315,8 @@ def _open(mode: str, path: str, dim: int, config: dict[str, Any]) -> Generation:
         gen.flush()
         return gen
     wait_until_released(Path(path))  # a killed server's shard process: the kernel ends it
+    if cfg.warm_open:  # in the new process: off the request path
+        read_ahead(Path(path), cfg.build_nice)
     for attempt in range(40):  # a server killed a moment ago: its process may still exit
         try:
             shard = q.EdgeShard.load(path, edge)
@@ -325,7 +328,10 @@ def _open(mode: str, path: str, dim: int, config: dict[str, Any]) -> Generation:
     from ragline.observability.memory import release_freed_memory
 
     release_freed_memory()
-    return Generation(shard, search)
+    gen = Generation(shard, search)
+    if cfg.warm_open:
+        gen.keep_resident(path)
+    return gen
 
 
 def search_config(cfg: Any) -> SearchConfig:

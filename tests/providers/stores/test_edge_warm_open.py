@@ -1,0 +1,197 @@
+"""Generations open warm (issue 18): their built segments' files are read in order
+before Edge loads them and their payload indexes stay mapped while they are open
+(:mod:`ragline.providers.stores.qdrant_edge.resident`); and the swap's count check
+no longer walks every id."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragline.core.filters import Eq
+from ragline.core.types import Record, SearchMode, StoreQuery
+from ragline.errors import StoreError
+from ragline.providers.stores.qdrant_edge import rebuild, resident
+from ragline.providers.stores.qdrant_edge.provider import QdrantEdgeConfig, QdrantEdgeStore
+
+DIM = 32
+N = 3000
+
+
+def _store(path: Path, **over: object) -> QdrantEdgeStore:
+    cfg = {"path": path, "hnsw_full_scan_threshold_kb": 2, "indexing_threshold_kb": 20,
+           "exact_search_max_matches": 50, **over}
+    return QdrantEdgeStore(QdrantEdgeConfig(**cfg))  # type: ignore[arg-type]
+
+
+def _records(n: int, start: int = 0, seed: int = 0) -> list[Record]:
+    rng = np.random.default_rng(seed)
+    vecs = rng.normal(size=(n, DIM)).astype(np.float32)
+    return [Record(f"d{start + i}", f"text {start + i}", {"cat": f"c{(start + i) % 7}"},
+                   vecs[i]) for i in range(n)]
+
+
+def _built(path: Path, **over: object) -> QdrantEdgeStore:
+    store = _store(path, **over)
+    store.create_shard("k", DIM)
+    recs = _records(N)
+    for lo in range(0, N, 1000):
+        store.upsert("k", recs[lo:lo + 1000])
+    store.upsert("k", [Record("late", "late text", {"cat": "c1"}, recs[0].embedding)])
+    assert store.build_index("k") is True
+    store.upsert("k", [Record("after", "after text", {"cat": "c2"}, recs[1].embedding)])
+    return store
+
+
+def _segments(gen_dir: Path) -> tuple[set[Path], set[Path]]:
+    """(built, appendable) segment directories of a generation."""
+    segs = [s for s in (gen_dir / "segments").iterdir() if s.is_dir()]
+    built = {s for s in segs if any(s.glob("vector_index-*"))}
+    return built, set(segs) - built
+
+
+@pytest.fixture(scope="module")
+def here(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    store = _built(tmp_path_factory.mktemp("warm-here"), shard_processes=False)
+    yield store
+    store.close()
+
+
+def test_only_the_built_segments_files_that_searches_read_are_chosen(here) -> None:  # type: ignore[no-untyped-def]
+    path = here._shards["k"].path
+    built, appendable = _segments(path)
+    assert built and appendable  # the build's segment, and the one "after" went to
+    index = resident.index_files(path)
+    every = resident.search_files(path)
+    assert index and every[-len(index):] == index  # vectors and links first
+    for f in every:
+        rel = f.relative_to(path)
+        assert rel.parts[0] == "segments" and path / "segments" / rel.parts[1] in built
+        assert rel.parts[2].startswith(("vector_storage-", "vector_index-", "payload_index",
+                                        "id_tracker")), rel
+    for f in index:
+        assert f.relative_to(path).parts[2].startswith(("payload_index", "id_tracker"))
+    # the filter field's index is among them
+    assert any("metadata" in str(f) for f in index)
+    assert any(f.relative_to(path).parts[2].startswith("vector_storage-") for f in every)
+
+
+def test_hold_maps_the_index_files_as_they_are_and_keeps_to_its_budget(here) -> None:  # type: ignore[no-untyped-def]
+    path = here._shards["k"].path
+    files = [f for f in resident.index_files(path) if f.stat().st_size]
+    held, total = resident.hold(path, budget=1 << 40)
+    try:
+        assert len(held) == len(files)
+        assert total == sum(f.stat().st_size for f in files)
+        for m, f in zip(held, files, strict=True):
+            assert m[:] == f.read_bytes()  # a mapping of that very file
+    finally:
+        resident.release(held)
+    assert held == []
+    assert resident.hold(path, budget=0) == ([], 0)
+    first = files[0].stat().st_size
+    some, total = resident.hold(path, budget=first)
+    try:
+        assert total <= first and len(some) >= 1
+    finally:
+        resident.release(some)
+
+
+def test_generations_open_warm_and_let_go_when_closed(tmp_path: Path) -> None:
+    store = _built(tmp_path / "on", shard_processes=False)
+    sh = store._shards["k"]
+    mappings = list(sh.gen._resident)
+    assert mappings  # the build's new generation was opened warm
+    assert sum(len(m) for m in mappings) == sum(
+        f.stat().st_size for f in resident.index_files(sh.path))
+    store.close()
+    assert all(m.closed for m in mappings)
+    cold = _built(tmp_path / "off", shard_processes=False, warm_open=False)
+    try:
+        assert cold._shards["k"].gen._resident == []
+    finally:
+        cold.close()
+
+
+def test_a_shard_process_keeps_its_generations_indexes_mapped(tmp_path: Path) -> None:
+    store = _built(tmp_path)  # shard processes: the default
+    try:
+        sh = store._shards["k"]
+        pid = sh.gen.process.pid()
+        maps = Path(f"/proc/{pid}/maps").read_text()
+        index = [f for f in resident.index_files(sh.path) if f.stat().st_size]
+        assert index
+        assert all(str(f) in maps for f in index)
+        hits = store.query_batch("k", [StoreQuery("default", SearchMode.DENSE, 3,
+                                                  vector=_records(1)[0].embedding,
+                                                  where=Eq("cat", "c0"))])[0]
+        assert hits and all(h.metadata["cat"] == "c0" for h in hits)
+    finally:
+        store.close()
+
+
+@pytest.mark.skipif(shutil.which("fincore") is None, reason="needs util-linux's fincore")
+def test_read_ahead_brings_the_files_back_into_the_page_cache(tmp_path: Path) -> None:
+    store = _built(tmp_path, shard_processes=False)
+    path = store._shards["k"].path
+    before = store.query_batch("k", [StoreQuery("default", SearchMode.DENSE, 5,
+                                                vector=_records(1)[0].embedding)])[0]
+    store.close()  # nothing maps the files now
+    files = resident.search_files(path)
+
+    def resident_bytes() -> int:
+        out = subprocess.run(["fincore", "-nb", "-o", "RES", *map(str, files)],
+                             capture_output=True, text=True, check=True).stdout
+        return sum(int(x) for x in out.split())
+
+    for f in files:
+        fd = os.open(f, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+    size = sum(f.stat().st_size for f in files)
+    assert resident_bytes() < size
+    assert resident.read_ahead(path) == size
+    assert resident_bytes() >= size - 4096 * len(files)  # page rounding of the tails
+    assert resident.read_ahead(path, budget=0) == 0
+    again = _store(tmp_path, shard_processes=False)
+    try:
+        after = again.query_batch("k", [StoreQuery("default", SearchMode.DENSE, 5,
+                                                   vector=_records(1)[0].embedding)])[0]
+        assert [(h.id, round(h.score, 5)) for h in after] == [
+            (h.id, round(h.score, 5)) for h in before]
+    finally:
+        again.close()
+
+
+def test_a_build_that_lost_a_write_is_not_swapped_in(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The swap compares Edge's point counters of both generations: a replay that
+    dropped a write fails the build and the live generation keeps serving."""
+    store = _store(tmp_path, shard_processes=False)
+    try:
+        store.create_shard("k", DIM)
+        store.upsert("k", _records(1500))
+        monkeypatch.setattr(rebuild, "_replay", lambda new, entries: None)
+        wrote: list[bool] = []
+
+        def write_once() -> bool:  # polled while the build process runs
+            if not wrote:
+                wrote.append(True)
+                store.upsert("k", _records(1, start=5000, seed=9))
+            return False
+
+        with pytest.raises(StoreError, match="holds 1500 points, not 1501"):
+            store.build_index("k", write_once)
+        assert wrote
+        assert [r.id for r in store.get("k", "default", ["d5000"], False)] == ["d5000"]
+        assert store.count("k", "default", None) == 1501
+        assert store.index_status("k") == (1501, 0)  # the old generation still serves
+    finally:
+        store.close()
