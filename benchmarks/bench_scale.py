@@ -17,6 +17,8 @@ Run::
 
     python benchmarks/bench_scale.py --size 100000 --baseline-src /work/main
     python benchmarks/bench_scale.py --size 1000000          # long: ~1.5 GB of vectors
+    python benchmarks/bench_scale.py --size 1000000 --search-only /tmp/s1m5/w/data \
+        --compare-env 'RAGLINE_STORE_OPTIONS={"hnsw_ef": 256}'   # searches only, A/B
 
 Results go to stdout as Markdown plus a JSON line (``--json-out`` to keep it).
 """
@@ -337,6 +339,40 @@ def _summaries(groups: dict[str, list[float]]) -> dict[str, dict[str, float]]:
     return out
 
 
+def search_only(args: argparse.Namespace) -> None:
+    """Search shapes through HTTP on an existing built data directory: ``--passes``
+    passes per setting (the default server, and one with ``--compare-env`` if given),
+    interleaved pass by pass, each a server started afresh on the same files."""
+    data = Data(args.size)
+    rng = np.random.default_rng(99)
+    queries = data.centres[rng.integers(0, 1000, args.queries)] + rng.normal(
+        size=(args.queries, DIM)).astype(np.float32) * 0.6
+    exact = exact_top(data, queries)
+    env = {"RAGLINE_MAX_DOCUMENTS_PER_REQUEST": "1000", "RAGLINE_AUTH": "off",
+           "RAGLINE_BACKGROUND_INDEXING": "false", **dict(e.split("=", 1) for e in args.env)}
+    settings = {"default": env}
+    if args.compare_env:
+        settings["compare"] = {**env, **dict(e.split("=", 1) for e in args.compare_env)}
+    runs: dict[str, list[dict[str, dict[str, float]]]] = {k: [] for k in settings}
+    for _ in range(args.passes):
+        for name, senv in settings.items():
+            srv = Server(ROOT, sys.executable, args.search_only, senv)
+            try:
+                search_shapes(srv, data, queries[:50], {k: v[:50] for k, v in exact.items()})
+                runs[name].append(search_shapes(srv, data, queries, exact))
+            finally:
+                srv.stop()
+    print(f"| setting | filter | p50 ms (median of {args.passes} passes) | p95 ms | recall@10 |")
+    print("|---|---|---:|---:|---:|")
+    for name, passes in runs.items():
+        for shape in SHAPES:
+            p50 = statistics.median(r[shape]["p50"] for r in passes)
+            p95 = statistics.median(r[shape]["p95"] for r in passes)
+            rec = statistics.median(r[shape]["recall"] for r in passes)
+            print(f"| {name} | {shape} | {p50:.2f} | {p95:.2f} | {rec:.4f} |")
+    print(json.dumps({"size": args.size, "settings": settings, "runs": runs}))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", type=int, default=100_000)
@@ -349,7 +385,17 @@ def main() -> None:
     ap.add_argument("--json-out", type=Path)
     ap.add_argument("--env", action="append", default=[],
                     help="KEY=VALUE for the measured server (e.g. RAGLINE_INDEXING_MIN_POINTS)")
+    ap.add_argument("--search-only", type=Path, metavar="DATA_DIR",
+                    help="only the search shapes, on the built data directory of an earlier "
+                    "run (background indexing off); with --compare-env, interleaved passes of "
+                    "two server settings")
+    ap.add_argument("--compare-env", action="append", default=[],
+                    help="KEY=VALUE for the second server of --search-only")
+    ap.add_argument("--passes", type=int, default=3)
     args = ap.parse_args()
+    if args.search_only:
+        search_only(args)
+        return
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="bench-scale-"))
     data = Data(args.size)
     rng = np.random.default_rng(99)

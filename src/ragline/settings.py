@@ -88,7 +88,7 @@ class Settings(BaseSettings):
                        "group ragline.stores).")
     store_options: dict[str, Any] = Field(
         default_factory=dict, description="The store provider's own config (its JSON Schema: "
-        "GET /api/providers), e.g. RAGLINE_STORE_OPTIONS='{\"hnsw_ef\": 128}'. The data "
+        "GET /api/providers), e.g. RAGLINE_STORE_OPTIONS='{\"hnsw_ef\": 256}'. The data "
         "directory's 'collections' folder is filled in as 'path' for embedded stores.")
     default_tenant: str = "default"
 

@@ -36,8 +36,8 @@ class ChromaConfig(ProviderConfig):
 
     hnsw_ef: int = Field(
         256, ge=10, le=4096, description="HNSW ef_search of collections this store creates "
-        "(Chroma's default is 100; 256 is the Edge store's hnsw_ef). Set when a collection "
-        "is created.")
+        "(Chroma's default is 100; BENCHMARKS.md compares it with the Edge store at 256). "
+        "Set when a collection is created.")
     hnsw_ef_construction: int = Field(
         100, ge=10, le=4096, description="HNSW ef_construction of new collections.")
     hnsw_max_neighbors: int = Field(
