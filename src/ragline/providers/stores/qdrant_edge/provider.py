@@ -120,9 +120,9 @@ class QdrantEdgeConfig(ProviderConfig):
         "disk each time (less RAM for very large collections).")
     warm_open: bool = Field(
         True, description="Open generations warm: read the vectors, HNSW links and payload "
-        "indexes of their built segments in order before Edge loads them, and keep the "
-        "payload indexes mapped while they are open (at most half and a quarter of the "
-        "memory available then). Measured at 1M points: the first searches after a "
+        "indexes of their built segments in order before Edge loads them, and (in shard "
+        "processes) keep the payload indexes mapped while they are open (at most half and a "
+        "quarter of the memory available then). Measured at 1M points: the first searches after a "
         "background build's swap waited 206-761 ms without, and later ones ran 4-7x slower "
         "when the files had come into memory through Edge's own page faults.")
     shard_processes: bool = Field(
@@ -262,8 +262,8 @@ class QdrantEdgeStore:
         # loading replays the shard's WAL; what that freed stayed in the heap: a restart
         # after large writes held ~900 MB instead of ~540 MB (BENCHMARKS.md)
         release_freed_memory()
-        if self.config.warm_open:
-            gen.keep_resident(str(data))
+        # no keep_resident here: mmap(2) with MAP_POPULATE holds the GIL for its whole run
+        # (measured 0.6 s for 1.5 GB); a shard process does it (host._open)
         return gen
 
     def _edge_config(self, dimension: int) -> Any:
