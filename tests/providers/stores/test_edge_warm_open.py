@@ -196,3 +196,23 @@ def test_a_build_that_lost_a_write_is_not_swapped_in(tmp_path: Path,
         assert store.index_status("k") == (1501, 0)  # the old generation still serves
     finally:
         store.close()
+
+
+def test_a_generation_opens_when_the_read_ahead_cannot_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The read-ahead only saves time: without a ``cat`` to run, it reads nothing and
+    the generation opens and answers as usual."""
+    store = _built(tmp_path, shard_processes=False)
+    path = store._shards["k"].path
+    store.close()
+
+    def no_cat(*args: object, **kwargs: object) -> None:
+        raise FileNotFoundError("cat")
+
+    monkeypatch.setattr(resident.subprocess, "run", no_cat)
+    assert resident.read_ahead(path) == 0
+    again = _store(tmp_path, shard_processes=False)
+    try:
+        assert again.count("k", "default", None) == N + 2
+    finally:
+        again.close()
