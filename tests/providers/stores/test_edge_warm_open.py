@@ -209,7 +209,7 @@ def test_a_generation_opens_when_the_read_ahead_cannot_run(
     def no_cat(*args: object, **kwargs: object) -> None:
         raise FileNotFoundError("cat")
 
-    monkeypatch.setattr(resident.subprocess, "run", no_cat)
+    monkeypatch.setattr(subprocess, "run", no_cat)
     assert resident.read_ahead(path) == 0
     again = _store(tmp_path, shard_processes=False)
     try:
