@@ -19,6 +19,8 @@ Run::
     python benchmarks/bench_scale.py --size 1000000          # long: ~1.5 GB of vectors
     python benchmarks/bench_scale.py --size 1000000 --search-only /tmp/s1m5/w/data \
         --compare-env 'RAGLINE_STORE_OPTIONS={"hnsw_ef": 256}'   # searches only, A/B
+    python benchmarks/bench_scale.py --size 1000000 --search-only /tmp/s1m5/w/data \
+        --compare-src /tmp/base-main      # the same searches served by another checkout
 
 Results go to stdout as Markdown plus a JSON line (``--json-out`` to keep it).
 """
@@ -290,6 +292,70 @@ class Probe:
         return self.samples
 
 
+class Pressure:
+    """The kernel's stall accounting (``/proc/pressure``, PSI) sampled every 50 ms, so
+    a slow probe can be told apart as waiting for CPU, for I/O or for memory."""
+
+    FILES = ("cpu", "io", "memory")
+
+    def __init__(self) -> None:
+        self.samples: list[tuple[float, dict[str, int]]] = []
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        if Path("/proc/pressure/cpu").exists():
+            self._t.start()
+
+    @staticmethod
+    def read() -> dict[str, int]:
+        out = {}
+        for f in Pressure.FILES:
+            for line in Path(f"/proc/pressure/{f}").read_text().splitlines():
+                kind, *fields = line.split()
+                out[f"{f}_{kind}"] = int(fields[-1].split("=")[1])  # total, microseconds
+        return out
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.samples.append((time.monotonic(), self.read()))
+            self._stop.wait(0.05)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._t.is_alive():
+            self._t.join()
+
+    def during(self, began: float, done: float) -> dict[str, float]:
+        """Stall ms of each kind from the last sample before ``began`` to the first after
+        ``done`` (so over a window a little wider than the probe)."""
+        times = [t for t, _ in self.samples]
+        i = max(0, bisect.bisect_right(times, began) - 1)
+        j = min(len(times) - 1, bisect.bisect_left(times, done))
+        if not self.samples or j <= i:
+            return {}
+        a, b = self.samples[i][1], self.samples[j][1]
+        return {"window_ms": round((times[j] - times[i]) * 1000, 1),
+                **{k: round((b[k] - a[k]) / 1000, 1) for k in a}}
+
+
+def slow_probes(samples: list[tuple[float, float]], pressure: Pressure,
+                steps: list[dict[str, float]], start: float, over_ms: float = 50.0,
+                ) -> list[dict[str, Any]]:
+    """Every probe over ``over_ms``: when it began (s into the builds), its build step
+    (as :func:`by_step` names it) and the PSI stalls around it."""
+    marks = sorted((at, name) for st in steps for name, at in st.items())
+    times = [t for t, _ in marks]
+    out = []
+    for done, ms in samples:
+        if ms <= over_ms:
+            continue
+        began = done - ms / 1000
+        i = bisect.bisect_right(times, began) - 1
+        step = marks[i][1] if i >= 0 and marks[i][1] != "end" else "no build"
+        out.append({"s_into_builds": round(began - start, 2), "ms": round(ms, 1),
+                    "step": step, **pressure.during(began, done)})
+    return out
+
+
 def generations(data_dir: Path) -> int:
     """Generation directories of the (one) shard: 2 while a build runs."""
     return len([p for p in (data_dir / "collections").glob("*/g*") if p.is_dir()])
@@ -351,12 +417,15 @@ def search_only(args: argparse.Namespace) -> None:
     env = {"RAGLINE_MAX_DOCUMENTS_PER_REQUEST": "1000", "RAGLINE_AUTH": "off",
            "RAGLINE_BACKGROUND_INDEXING": "false", **dict(e.split("=", 1) for e in args.env)}
     settings = {"default": env}
-    if args.compare_env:
+    if args.compare_env or args.compare_src:
         settings["compare"] = {**env, **dict(e.split("=", 1) for e in args.compare_env)}
+    src = {"default": ROOT, "compare": args.compare_src or ROOT}
     runs: dict[str, list[dict[str, dict[str, float]]]] = {k: [] for k in settings}
-    for _ in range(args.passes):
-        for name, senv in settings.items():
-            srv = Server(ROOT, sys.executable, args.search_only, senv)
+    for i in range(args.passes):
+        # alternate which setting goes first, so a drift in the machine's load is shared
+        order = list(settings.items()) if i % 2 == 0 else list(settings.items())[::-1]
+        for name, senv in order:
+            srv = Server(src[name], sys.executable, args.search_only, senv)
             try:
                 search_shapes(srv, data, queries[:50], {k: v[:50] for k, v in exact.items()})
                 runs[name].append(search_shapes(srv, data, queries, exact))
@@ -370,7 +439,8 @@ def search_only(args: argparse.Namespace) -> None:
             p95 = statistics.median(r[shape]["p95"] for r in passes)
             rec = statistics.median(r[shape]["recall"] for r in passes)
             print(f"| {name} | {shape} | {p50:.2f} | {p95:.2f} | {rec:.4f} |")
-    print(json.dumps({"size": args.size, "settings": settings, "runs": runs}))
+    print(json.dumps({"size": args.size, "settings": settings, "runs": runs,
+                      "src": {k: str(v) for k, v in src.items()}}))
 
 
 def main() -> None:
@@ -391,6 +461,9 @@ def main() -> None:
                     "two server settings")
     ap.add_argument("--compare-env", action="append", default=[],
                     help="KEY=VALUE for the second server of --search-only")
+    ap.add_argument("--compare-src", type=Path, default=None,
+                    help="checkout for the second server of --search-only (e.g. a worktree "
+                    "of main), to compare code instead of settings")
     ap.add_argument("--passes", type=int, default=3)
     args = ap.parse_args()
     if args.search_only:
@@ -432,6 +505,7 @@ def main() -> None:
         result["before_build"] = search_shapes(
             srv, data, queries[:50], {k: v[:50] for k, v in exact.items()})
         probe = Probe(srv, queries[0])
+        pressure = Pressure()
         build_start = time.monotonic()
         build_rss, settled_since = 0.0, None
         states: list[tuple[float, str]] = []  # (when, what the background build was doing)
@@ -452,6 +526,7 @@ def main() -> None:
             time.sleep(0.25)
         build_end = settled_since or time.monotonic()
         samples = probe.stop()
+        pressure.stop()
         during = [ms for t, ms in samples if t <= build_end]
         log_lines = srv.log.read_text().splitlines()
         result["builds"] = [json.loads(x.split("index build of ", 1)[1].split(": ", 1)[1]
@@ -466,7 +541,9 @@ def main() -> None:
             "p50_ms": statistics.median(during) if during else 0.0,
             "p99_ms": sorted(during)[int(0.99 * len(during)) - 1] if during else 0.0,
             "by_phase": by_phase(samples, states, build_end),
-            "by_step": by_step(samples, steps, build_start, build_end)}
+            "by_step": by_step(samples, steps, build_start, build_end),
+            "slow": slow_probes([x for x in samples if x[0] <= build_end], pressure, steps,
+                                build_start)}
         result["build_rss_mb"] = build_rss
         result["after_build"] = search_shapes(srv, data, queries, exact)
         probe = Probe(srv, queries[0])
@@ -474,6 +551,9 @@ def main() -> None:
         idle = [ms for _, ms in probe.stop()]
         result["probe_idle"] = {"n": len(idle), "max_ms": max(idle), "p50_ms":
                                 statistics.median(idle)}
+        # a second pass on the same running server: the first starts the moment the
+        # builds settle (the build process has just exited, its pages are being freed)
+        result["after_build_2"] = search_shapes(srv, data, queries, exact)
         result["server_rss_peak_mb"] = srv.rss_peak_mb()
         result["disk_mb"] = sum(f.stat().st_blocks * 512 for f in data_dir.rglob("*")
                                 if f.is_file()) / 2**20
@@ -513,12 +593,17 @@ def report(r: dict[str, Any]) -> None:
     for step, st in pb.get("by_step", {}).items():
         print(f"  * in build step '{step}': n={st['n']}, p50 {st['p50_ms']:.1f}, p99 "
               f"{st['p99_ms']:.1f}, max {st['max_ms']:.1f} ms")
+    for slow in pb.get("slow", []):
+        print(f"  * probe over 50 ms: {slow}")
     print("\n| filter | before build p50 / p95 ms | recall@10 | after build p50 / p95 ms "
-          "| recall@10 |\n|---|---:|---:|---:|---:|")
+          "| recall@10 | second pass p50 / p95 ms | recall@10 |\n"
+          "|---|---:|---:|---:|---:|---:|---:|")
     for name in SHAPES:
         b, a = r["before_build"][name], r["after_build"][name]
+        a2 = r.get("after_build_2", {}).get(name)
+        second = f"{a2['p50']:.1f} / {a2['p95']:.1f} | {a2['recall']:.3f}" if a2 else "- | -"
         print(f"| {name} | {b['p50']:.1f} / {b['p95']:.1f} | {b['recall']:.3f} | "
-              f"{a['p50']:.1f} / {a['p95']:.1f} | {a['recall']:.3f} |")
+              f"{a['p50']:.1f} / {a['p95']:.1f} | {a['recall']:.3f} | {second} |")
     print("\n" + json.dumps(r))
 
 

@@ -10,6 +10,7 @@ evaluation) run the same coroutine on the facade's own loop
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -99,12 +100,28 @@ def relevance_of(query: np.ndarray, vector: Any) -> float:
     with (:mod:`ragline.services.rag_context`). It depends only on the query and the
     chunk, never on the mode, fusion or reranker that ranked the hit, so
     ``relevance_threshold`` keeps the same hits in dense, sparse and hybrid search."""
-    v = np.asarray(vector, dtype=np.float64)
-    qn, vn = float(np.linalg.norm(query)), float(np.linalg.norm(v))
-    if qn == 0 or vn == 0 or v.shape != query.shape:
-        return 0.5
-    cos = float(np.dot(query, v) / (qn * vn))
-    return min(1.0, max(0.0, 0.5 + cos / 2))
+    return relevance_to(query)(vector)
+
+
+def relevance_to(query: np.ndarray) -> Callable[[Any], float]:
+    """:func:`relevance_of` against one query for many chunks: the query's norm and its
+    float64 copy are made once (per hit, ``np.linalg.norm`` and the cast were ~20 us of
+    a search's ~60 us of relevance for 10 hits, measured). Bit for bit the same numbers:
+    ``np.linalg.norm`` of a real vector is ``sqrt(x.dot(x))``, and ``np.dot`` of a
+    float32 and a float64 vector casts the float32 one first."""
+    qn = float(np.linalg.norm(query))
+    q64 = np.asarray(query, dtype=np.float64)
+    shape = q64.shape
+
+    def one(vector: Any) -> float:
+        v = np.asarray(vector, dtype=np.float64)
+        vn = math.sqrt(v.dot(v)) if v.ndim == 1 else float(np.linalg.norm(v))
+        if qn == 0 or vn == 0 or v.shape != shape:
+            return 0.5
+        cos = float(q64.dot(v) / (qn * vn))
+        return min(1.0, max(0.0, 0.5 + cos / 2))
+
+    return one
 
 
 @dataclass
@@ -366,9 +383,12 @@ class RetrievalService:
             hits = await anyio.to_thread.run_sync(self._later_stages, q, plan, hits)
         else:
             hits = self._later_stages(q, plan, hits)
-        relevance = {h.id: relevance_of(plan.vector, h.embedding)
-                     for h in [*hits, *(x for g in plan.groups.values() for x in g)]
-                     if plan.vector is not None and h.embedding is not None}
+        relevance: dict[str, float] = {}
+        if plan.vector is not None:
+            rel = relevance_to(plan.vector)
+            relevance = {h.id: rel(h.embedding)
+                         for h in [*hits, *(x for g in plan.groups.values() for x in g)]
+                         if h.embedding is not None}
         if not q.include_embeddings:  # fetched for relevance and MMR only
             hits = [_rescore(h, h.score, keep_vector=False) for h in hits]
             plan.groups = {k: [_rescore(h, h.score, keep_vector=False) for h in g]

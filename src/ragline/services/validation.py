@@ -168,6 +168,16 @@ def _scalar(v: Any) -> bool:
     return isinstance(v, float) and math.isfinite(v)
 
 
+def _check_number_types(raw: Any, where: str) -> None:
+    """Refuse the first value that is not a number (booleans are not), by its type."""
+    for v in raw:
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise InvalidInput(
+                f"Invalid embedding format for {where}: embedding must be an array of "
+                f"numbers, found {type(v).__name__}"
+            )
+
+
 def check_vector(raw: Any, where: str, max_dimension: int | None = None) -> np.ndarray:
     """An embedding must be a non-empty list of finite numbers, checked as float32.
 
@@ -187,12 +197,8 @@ def check_vector(raw: Any, where: str, max_dimension: int | None = None) -> np.n
             f"Invalid embedding format for {where}: {len(raw)} dimensions is more than the "
             f"limit of {max_dimension} (setting max_embedding_dimension)"
         )
-    for v in raw:
-        if isinstance(v, bool) or not isinstance(v, int | float):
-            raise InvalidInput(
-                f"Invalid embedding format for {where}: embedding must be an array of "
-                f"numbers, found {type(v).__name__}"
-            )
+    if not set(map(type, raw)) <= _NUMBER_TYPES:  # the per-value walk only to say why
+        _check_number_types(raw, where)
     try:
         vec = np.asarray(raw, dtype=np.float64)
     except OverflowError:  # an integer too large even for float64
