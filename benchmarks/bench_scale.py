@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import contextlib
 import http.client
 import json
 import os
@@ -337,6 +338,69 @@ class Pressure:
                 **{k: round((b[k] - a[k]) / 1000, 1) for k in a}}
 
 
+class Threads:
+    """What every thread of the server and of its descendants is doing (state, syscall,
+    top kernel frames, from ``/proc``), sampled every 10 ms while ``active`` is set (the
+    copy, load and swap of a build), so a slow probe can be matched with who waited on
+    what. ``--trace-threads``."""
+
+    def __init__(self, root_pid: int) -> None:
+        self.root = root_pid
+        self.active = False
+        self.samples: list[tuple[float, list[tuple[int, int, str, str, str, str]]]] = []
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+
+    def _pids(self) -> list[int]:
+        out, todo = [], [self.root]
+        while todo:
+            pid = todo.pop()
+            out.append(pid)
+            for task in Path(f"/proc/{pid}/task").glob("*"):
+                with contextlib.suppress(OSError):
+                    todo.extend(int(c) for c in (task / "children").read_text().split())
+        return out
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            if self.active:
+                now, rows = time.monotonic(), []
+                for pid in self._pids():
+                    for task in Path(f"/proc/{pid}/task").glob("*"):
+                        with contextlib.suppress(OSError, ValueError, IndexError):
+                            stat = (task / "stat").read_text()
+                            comm = stat[stat.index("(") + 1:stat.rindex(")")]
+                            state = stat.rsplit(")", 1)[1].split()[0]
+                            sysc = (task / "syscall").read_text().split()[0]
+                            stack = [ln.split("] ", 1)[1].split("+")[0] for ln in
+                                     (task / "stack").read_text().splitlines()[:4]]
+                            rows.append((pid, int(task.name), comm, state, sysc,
+                                         "<".join(stack)))
+                self.samples.append((now, rows))
+            self._stop.wait(0.01)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._t.join()
+
+    def during(self, began: float, done: float) -> list[str]:
+        """Per thread, its (state, syscall, stack) runs over the window, compressed."""
+        seqs: dict[tuple[int, int, str], list[list[Any]]] = {}
+        for t, rows in self.samples:
+            if not began - 0.02 <= t <= done + 0.02:
+                continue
+            for pid, tid, comm, state, sysc, stack in rows:
+                seq = seqs.setdefault((pid, tid, comm), [])
+                key = f"{state}/{sysc}/{stack}"
+                if seq and seq[-1][0] == key:
+                    seq[-1][1] += 1
+                else:
+                    seq.append([key, 1])
+        return [f"{pid}/{tid} {comm}: " + " | ".join(f"{k} x{n}" for k, n in seq)
+                for (pid, tid, comm), seq in sorted(seqs.items())]
+
+
 def slow_probes(samples: list[tuple[float, float]], pressure: Pressure,
                 steps: list[dict[str, float]], start: float, over_ms: float = 50.0,
                 ) -> list[dict[str, Any]]:
@@ -465,6 +529,9 @@ def main() -> None:
                     help="checkout for the second server of --search-only (e.g. a worktree "
                     "of main), to compare code instead of settings")
     ap.add_argument("--passes", type=int, default=3)
+    ap.add_argument("--trace-threads", action="store_true",
+                    help="sample the state of every server, shard and build thread during "
+                    "each build's copy, load and swap, and print it around probes over 100 ms")
     args = ap.parse_args()
     if args.search_only:
         search_only(args)
@@ -506,6 +573,7 @@ def main() -> None:
             srv, data, queries[:50], {k: v[:50] for k, v in exact.items()})
         probe = Probe(srv, queries[0])
         pressure = Pressure()
+        threads = Threads(srv.proc.pid) if args.trace_threads else None
         build_start = time.monotonic()
         build_rss, settled_since = 0.0, None
         states: list[tuple[float, str]] = []  # (when, what the background build was doing)
@@ -515,6 +583,8 @@ def main() -> None:
             gens = generations(data_dir)
             states.append((time.monotonic(), "build process" if pids
                            else "copy, load or swap" if gens > 1 else "between builds"))
+            if threads is not None:
+                threads.active = states[-1][1] == "copy, load or swap"
             for pid in pids:
                 build_rss = max(build_rss, _vm_hwm(pid))
             if gens == 1 and not pids:
@@ -527,6 +597,12 @@ def main() -> None:
         build_end = settled_since or time.monotonic()
         samples = probe.stop()
         pressure.stop()
+        if threads is not None:
+            threads.stop()
+            result["slow_threads"] = [
+                {"began": round(done - ms / 1000 - build_start, 3), "ms": round(ms, 1),
+                 "threads": threads.during(done - ms / 1000, done)}
+                for done, ms in samples if ms > 100 and threads.during(done - ms / 1000, done)]
         during = [ms for t, ms in samples if t <= build_end]
         log_lines = srv.log.read_text().splitlines()
         result["builds"] = [json.loads(x.split("index build of ", 1)[1].split(": ", 1)[1]
@@ -595,6 +671,10 @@ def report(r: dict[str, Any]) -> None:
               f"{st['p99_ms']:.1f}, max {st['max_ms']:.1f} ms")
     for slow in pb.get("slow", []):
         print(f"  * probe over 50 ms: {slow}")
+    for slow in r.get("slow_threads", []):
+        print(f"  * threads around the probe at {slow['began']} s ({slow['ms']} ms):")
+        for line in slow["threads"]:
+            print(f"      {line}")
     print("\n| filter | before build p50 / p95 ms | recall@10 | after build p50 / p95 ms "
           "| recall@10 | second pass p50 / p95 ms | recall@10 |\n"
           "|---|---:|---:|---:|---:|---:|---:|")

@@ -5,8 +5,9 @@ server on a *copy* of a data directory that such a run left (``--from``: a built
 collection named ``scale``), writes ``--extra`` more documents with a low
 ``RAGLINE_INDEXING_GROWTH`` so that a build starts and its build process has little
 to do, probes with a cheap filtered search every 20 ms, and prints every probe from
-1 s before the build's locked step to 3 s after its end, with the build step each
-began in, plus the build's timings. ``--env KEY=VALUE`` sets server settings (e.g.
+1 s before the build's locked step (``--window-from open``: from the start of the new
+generation's load) to 3 s after its end, with the build step each began in, plus the
+build's timings. ``--env KEY=VALUE`` sets server settings (e.g.
 ``RAGLINE_STORE_OPTIONS={"warm_open": false}`` for the behaviour before generations
 opened warm)::
 
@@ -36,6 +37,9 @@ def main() -> None:
     ap.add_argument("--extra", type=int, default=20_000)
     ap.add_argument("--work-dir", type=Path, required=True)
     ap.add_argument("--env", action="append", default=[])
+    ap.add_argument("--window-from", default="locked", choices=["open", "replay", "locked"],
+                    help="print probes from this build step on (default: 1 s before the "
+                    "locked step)")
     args = ap.parse_args()
     shutil.rmtree(args.work_dir, ignore_errors=True)
     args.work_dir.mkdir(parents=True)
@@ -68,7 +72,8 @@ def main() -> None:
     builds = re.findall(r"index build of \w+: (\{.*\})", srv.log.read_text())
     print("build:", builds[-1])
     marks = sorted((at, name) for name, at in steps.items())
-    lo, hi = steps["locked"] - 1.0, steps["end"] + 3.0
+    lo = steps[args.window_from] - (1.0 if args.window_from == "locked" else 0.0)
+    hi = steps["end"] + 3.0
     print("began (s from the locked step)  ms  step")
     for done, ms in samples:
         began = done - ms / 1000
