@@ -41,6 +41,7 @@ wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 local qs = {%s}
 local mode = "%s"
+local extra = [[%s]]
 local threads = 0
 function setup(thread)
   threads = threads + 1
@@ -51,7 +52,8 @@ request = function()
   n = n + 1
   -- the two wrk threads walk the queries from different starting points
   local q = qs[((n * 7 + tid * 131) %% #qs) + 1]
-  return wrk.format(nil, nil, nil, '{"query": "' .. q .. '", "mode": "' .. mode .. '"}')
+  return wrk.format(nil, nil, nil, '{"query": "' .. q .. '", "mode": "' .. mode .. '"' ..
+                    extra .. '}')
 end
 done = function(summary, latency, requests)
   for _, p in pairs({50, 90, 95, 99}) do
@@ -94,9 +96,11 @@ def run_once(args: argparse.Namespace, config: dict[str, str],
     config = dict(config)
     src = config.pop("BASELINE_SRC", None)
     extra: dict[str, str] = {}
+    data_dir = args.data_dir
     if src:
         extra["PYTHONPATH"] = str(Path(src) / "src")
-    srv = LiveServer(Path(args.data_dir),
+        data_dir = args.baseline_data_dir or data_dir
+    srv = LiveServer(Path(data_dir),
                      env={"RAGLINE_EMBEDDING_CACHE_SIZE": "0", "RAGLINE_AUTH": "off", **config,
                           **extra})
     out: dict[str, dict[str, float]] = {}
@@ -107,7 +111,10 @@ def run_once(args: argparse.Namespace, config: dict[str, str],
         with tempfile.TemporaryDirectory() as tmp:
             for mode in args.modes.split(","):
                 script = Path(tmp) / f"{mode}.lua"
-                script.write_text(LUA % (quoted, mode))
+                # "sparse-norel": sparse with "relevance": false (no query embedding)
+                base, _, flag = mode.partition("-")
+                flags = ', "relevance": false' if flag == "norel" else ""
+                script.write_text(LUA % (quoted, base, flags))
                 wrk(url, script, 10, 3)  # warm-up
                 out[mode] = wrk(url, script, args.connections, args.seconds)
     finally:
@@ -115,18 +122,25 @@ def run_once(args: argparse.Namespace, config: dict[str, str],
     return out
 
 
-def build_random(data_dir: Path, collection: str, corpus: Path) -> None:
+def build_random(data_dir: Path, collection: str, corpus: Path,
+                 src: str | None = None, src_env: dict[str, str] | None = None) -> None:
     """A collection of the corpus texts with *random* 384-d vectors and server-side
     embedding of queries (``embed: local``): sparse search is the real thing, dense and
     hybrid pay the real query embedding and graph search, without embedding 5,000
-    documents first (minutes on 2 cores). Recall is meaningless on it; QPS is not."""
+    documents first (minutes on 2 cores). Recall is meaningless on it; QPS is not.
+    ``src``: built by the server of that checkout (``--baseline-data-dir``); the body
+    names the embedder both ways, ``embed`` (today) and ``embedding_provider`` (the
+    first round's, where it turned server-side embedding on; metadata only today)."""
     import numpy as np
 
-    srv = LiveServer(data_dir, env={"RAGLINE_AUTH": "off"})
+    env = {"RAGLINE_AUTH": "off", **({"PYTHONPATH": str(Path(src) / "src")} if src else {}),
+           **(src_env or {})}
+    srv = LiveServer(data_dir, env=env)
     try:
         srv.wait_ready(120)
         r = httpx.post(f"{srv.url}/collections", json={
-            "name": collection, "embed": {"provider": "local"}}, timeout=600)
+            "name": collection, "embed": {"provider": "local"},
+            "embedding_provider": "local"}, timeout=600)
         assert r.status_code in (200, 201), r.text
         docs = [json.loads(x) for x in corpus.read_text().splitlines() if x.strip()]
         rng = np.random.default_rng(0)
@@ -147,7 +161,8 @@ def main() -> None:
     ap.add_argument("--data-dir", required=True)
     ap.add_argument("--collection", default="scifact")
     ap.add_argument("--queries", required=True)
-    ap.add_argument("--modes", default="hybrid,dense,sparse")
+    ap.add_argument("--modes", default="hybrid,dense,sparse", help="also sparse-norel: sparse "
+                    "with \"relevance\": false")
     ap.add_argument("--connections", type=int, default=100)
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--reps", type=int, default=3)
@@ -157,9 +172,16 @@ def main() -> None:
                     "collection in --data-dir with random vectors (see build_random)")
     ap.add_argument("--baseline-src", help="also run a server from this checkout (e.g. "
                     "/work/main) with the defaults, as config 'baseline', interleaved")
+    ap.add_argument("--baseline-data-dir", help="the baseline server's own data directory "
+                    "(a checkout whose data format differs, e.g. the first round's); with "
+                    "--build-random-from it is built by the baseline's code when missing")
+    ap.add_argument("--baseline-env", action="append", default=[], help="KEY=VALUE for the "
+                    "baseline server (e.g. RAGLINE_MODELS_DIR where the first round looked for "
+                    "its built embedding model)")
     args = ap.parse_args()
+    baseline_env = dict(e.split("=", 1) for e in args.baseline_env)
     if args.baseline_src:
-        CONFIGS["baseline"] = {"BASELINE_SRC": args.baseline_src}
+        CONFIGS["baseline"] = {"BASELINE_SRC": args.baseline_src, **baseline_env}
         if "baseline" not in args.configs:
             args.configs += ",baseline"
     if not shutil.which("wrk"):
@@ -167,6 +189,10 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.build_random_from and not Path(args.data_dir).exists():
         build_random(Path(args.data_dir), args.collection, args.build_random_from)
+    if (args.build_random_from and args.baseline_data_dir and args.baseline_src
+            and not Path(args.baseline_data_dir).exists()):
+        build_random(Path(args.baseline_data_dir), args.collection, args.build_random_from,
+                     args.baseline_src, baseline_env)
     # ASCII only, no quotes or brackets: the Lua script splices them into JSON bodies
     queries = [re.sub(r'[^A-Za-z0-9 ,.;:()%+-]', " ", json.loads(x)["text"])
                for x in Path(args.queries).read_text().splitlines() if x.strip()]

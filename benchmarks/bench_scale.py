@@ -294,8 +294,9 @@ class Probe:
 
 
 class Pressure:
-    """The kernel's stall accounting (``/proc/pressure``, PSI) sampled every 50 ms, so
-    a slow probe can be told apart as waiting for CPU, for I/O or for memory."""
+    """The kernel's stall accounting (``/proc/pressure``, PSI) and the CPU time stolen by
+    the hypervisor sampled every 50 ms, so a slow probe can be told apart as waiting for
+    CPU, for I/O, for memory or for the host."""
 
     FILES = ("cpu", "io", "memory")
 
@@ -313,6 +314,9 @@ class Pressure:
             for line in Path(f"/proc/pressure/{f}").read_text().splitlines():
                 kind, *fields = line.split()
                 out[f"{f}_{kind}"] = int(fields[-1].split("=")[1])  # total, microseconds
+        # time the hypervisor ran something else on this VM's CPUs (ticks, all CPUs)
+        ticks = os.sysconf("SC_CLK_TCK")
+        out["steal"] = int(Path("/proc/stat").read_text().split()[8]) * 1_000_000 // ticks
         return out
 
     def _run(self) -> None:

@@ -11,10 +11,12 @@ import pytest
 from fastapi.testclient import TestClient
 
 from ragline.api.app import create_app
+from ragline.facade import Ragline
 from ragline.providers.registry import registry
 from ragline.settings import Settings
 from ragline.testing.fake_embedder import FakeEmbedder
 from tests.api.helpers import local_client
+from tests.ingestion_support import fake_of
 
 # (id, text, source path): two lessons with two chunks each, their chapter README
 # (which names every topic, so it matches broad queries best), and a near-duplicate pair.
@@ -44,6 +46,11 @@ def client(settings: Settings) -> Iterator[TestClient]:
         r = c.post("/collections/q/documents", json={"documents": docs})
         assert r.status_code == 200, r.text
         yield c
+
+
+def rl_of(client: TestClient) -> Ragline:
+    rl: Ragline = client.app.state.ragline  # type: ignore[attr-defined]
+    return rl
 
 
 def search(client: TestClient, **body: Any) -> dict[str, Any]:
@@ -226,3 +233,51 @@ def test_embeddings_stay_out_of_results_unless_asked(client: TestClient) -> None
     asked = search(client, query=QUERY, mode="dense", include_embeddings=True, limit=1)
     vec = np.asarray(asked["results"][0]["embedding"])
     assert vec.shape == (16,)
+
+
+# --- relevance: false ---------------------------------------------------------------------
+
+
+def test_without_relevance_sparse_search_embeds_no_query(client: TestClient) -> None:
+    fake = fake_of(rl_of(client), "q")
+    with_rel = search(client, query=QUERY, mode="sparse")["results"]
+    calls = fake.calls
+    body = search(client, query=QUERY, mode="sparse", relevance=False)
+    assert fake.calls == calls  # the query was not embedded
+    assert [(r["id"], r["score"]) for r in body["results"]] == \
+        [(r["id"], r["score"]) for r in with_rel]
+    assert with_rel and all("relevance" not in r for r in body["results"])
+    # the default still embeds it, for the one relevance scale
+    search(client, query="motors wheels", mode="sparse")
+    assert fake.calls == calls + 1
+
+
+def test_without_relevance_dense_and_hybrid_rank_the_same(client: TestClient) -> None:
+    for mode in ("dense", "hybrid"):
+        every = search(client, query=QUERY, mode=mode)["results"]
+        bare = search(client, query=QUERY, mode=mode, relevance=False)["results"]
+        assert [(r["id"], r["score"]) for r in bare] == [(r["id"], r["score"]) for r in every]
+        assert all("relevance" not in r for r in bare)
+        assert all("relevance" in r for r in every)
+    # explain still reports the dense leg (the hits' vectors come back for it)
+    legs = search(client, query=QUERY, mode="hybrid", relevance=False, explain=True)["results"]
+    assert legs and all(r["scores"]["dense"] is not None for r in legs)
+
+
+def test_sparse_mmr_without_relevance_still_diversifies(client: TestClient) -> None:
+    fake = fake_of(rl_of(client), "q")
+    calls = fake.calls
+    body = search(client, query="cameras colour distance", mode="sparse", mmr=0.3,
+                  relevance=False)
+    assert fake.calls == calls  # MMR compares the hits' vectors, not the query's
+    assert body["results"] and all("relevance" not in r for r in body["results"])
+    assert "cam-copy" not in ids(body)[:2] or "cam" not in ids(body)[:2]
+
+
+def test_relevance_threshold_needs_relevance(client: TestClient) -> None:
+    r = client.post("/collections/q/search", json={
+        "query": QUERY, "relevance": False, "relevance_threshold": 0.6})
+    assert r.status_code == 400
+    assert r.json()["message"] == (
+        "'relevance_threshold' compares each hit's relevance, which 'relevance': false "
+        "turns off; drop one of them")

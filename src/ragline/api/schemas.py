@@ -94,6 +94,11 @@ class VectorSearch(BaseModel):
         "the chat's scale, the same in every mode) is below this.")
     explain: bool = Field(False, description="Add 'scores': the raw per-leg scores "
                           "(dense cosine, sparse BM25, fused, rerank, boost).")
+    relevance: bool = Field(
+        True, description="Give each hit its 'relevance'. false: no 'relevance' on the hits, "
+        "and a sparse search then does not embed the query for it (on 2 cores, sparse "
+        "search serves several times the requests; BENCHMARKS.md). Not with "
+        "'relevance_threshold'.")
 
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"query": "how do nodes talk?", "where": {"chapter": {"$lte": 3}}, "limit": 5}]})

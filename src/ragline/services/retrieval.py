@@ -66,6 +66,7 @@ class SearchQuery:
     overviews: Overviews | None = None
     relevance_threshold: float | None = None
     explain: bool = False
+    relevance: bool = True  # False: hits carry none, and sparse search embeds no query
 
 
 @dataclass
@@ -211,8 +212,11 @@ class RetrievalService:
         if not 1 <= q.rerank_candidates <= 1000:
             raise InvalidInput("'rerank_candidates' must be between 1 and 1000")
         self._check_shaping(q, info, vector is not None or can_embed)
-        # sparse hits get a relevance too when the query can be embedded (one scale)
-        needs_embedding = vector is None and can_embed and bool(text) and bool(info.dimension)
+        # sparse hits get a relevance too when the query can be embedded (one scale); a
+        # caller who asks for none saves that embedding (most of a sparse search's cost)
+        wanted = mode != "sparse" or q.relevance
+        needs_embedding = (vector is None and can_embed and bool(text) and bool(info.dimension)
+                           and wanted)
         stage = f"{mode}:{q.fusion or self.fusion}" if mode == "hybrid" else mode
         return _Plan(info, mode, vector, needs_embedding, [stage],
                      boost=merge_boost_config(info.metadata, q.boost),
@@ -233,6 +237,9 @@ class RetrievalService:
                                    "has no embedding provider")
         if q.relevance_threshold is not None and not 0.0 <= q.relevance_threshold <= 1.0:
             raise InvalidInput("'relevance_threshold' must be between 0 and 1")
+        if q.relevance_threshold is not None and not q.relevance:
+            raise InvalidInput("'relevance_threshold' compares each hit's relevance, which "
+                               "'relevance': false turns off; drop one of them")
 
     def _depth(self, q: SearchQuery, plan: _Plan) -> tuple[int, bool]:
         """How many candidates the first stage returns, and whether stages after it
@@ -251,14 +258,16 @@ class RetrievalService:
 
     def _first_stage(self, q: SearchQuery, plan: _Plan) -> StoreQuery:
         """The store query; deeper and without threshold when later stages follow.
-        Vectors come back whenever there is a query vector: relevance needs them."""
+        Vectors come back when relevance, explain (its dense leg), MMR or the caller
+        needs them."""
         depth, later = self._depth(q, plan)
         text = (q.query or "").strip()
         mode = SearchMode(plan.mode)
         return StoreQuery(
             q.tenant, mode, depth, vector=None if mode == "sparse" else plan.vector,
             text=text, where=q.where,
-            with_vectors=q.include_embeddings or plan.vector is not None,
+            with_vectors=(q.include_embeddings or q.mmr is not None
+                          or (plan.vector is not None and (q.relevance or q.explain))),
             score_threshold=None if later or plan.mode != "dense" else q.score_threshold,
             rrf_k=q.rrf_k or self.rrf_k, candidates=q.candidates or self.candidates,
             fusion=FusionKind(q.fusion or self.fusion))
@@ -384,7 +393,7 @@ class RetrievalService:
         else:
             hits = self._later_stages(q, plan, hits)
         relevance: dict[str, float] = {}
-        if plan.vector is not None:
+        if plan.vector is not None and q.relevance:
             rel = relevance_to(plan.vector)
             relevance = {h.id: rel(h.embedding)
                          for h in [*hits, *(x for g in plan.groups.values() for x in g)]

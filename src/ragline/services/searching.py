@@ -58,6 +58,7 @@ class SearchRequest:
     overviews: Overviews | None = None
     relevance_threshold: float | None = None
     explain: bool = False
+    relevance: bool = True
 
 
 @dataclass
@@ -164,7 +165,7 @@ class SearchService:
                         rerank_candidates=req.rerank_candidates, boost=req.boost,
                         group_by=req.group_by, group_size=req.group_size, mmr=req.mmr,
                         overviews=req.overviews, relevance_threshold=req.relevance_threshold,
-                        explain=req.explain)
+                        explain=req.explain, relevance=req.relevance)
         result = await self.retrieval.search(q)
 
         def hit(h: ScoredRecord) -> SearchHit:
