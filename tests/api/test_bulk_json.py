@@ -73,6 +73,7 @@ def test_bodies_from_pythons_json_take_the_bulk_reader(indent: int | None) -> No
     b'{"documents": null}',
     b'{"documents": [{"text": "\\u00e9\\ud83d\\ude00", "embedding": [0.5]}]}',
     b'  {\n "documents" : [ {\n "embedding" : [ 0.1 , 0.2 ] } ] }\n',
+    b'{"documents": [{"embedding": [1.0], "metadata": {"\\u0000": 1}}]}',  # read whole
 ])
 def test_bodies_read_as_orjson_reads_them(body: bytes) -> None:
     assert _same_as_orjson(body) is not None
@@ -94,6 +95,10 @@ def test_bodies_read_as_orjson_reads_them(body: bytes) -> None:
     b'{"documents": [{"embedding": [1.0]}]} x',
     b'[{"embedding": [1.0]}]',
     b'\xff{"documents": []}',
+    # keys holding a NUL: simdjson lists them but cannot look them up (a KeyError once
+    # escaped from the request guard: found by the schema contract test)
+    b'{"\\u0000": 1, "documents": [{"embedding": [1.0]}]}',
+    b'{"documents": [{"a\\u0000b": 1, "embedding": [1.0]}]}',
 ])
 def test_bodies_it_cannot_read_as_orjson_would_are_left_to_orjson(body: bytes) -> None:
     assert read_documents_body(body) is None

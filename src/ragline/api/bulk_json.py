@@ -60,7 +60,8 @@ def read_documents_body(body: bytes) -> dict[str, Any] | None:
             return _top(doc) if isinstance(doc, simdjson.Object) else None
         finally:
             del doc  # the parser may be reused only once its proxies are gone
-    except (ValueError, RuntimeError, TypeError, _Unreadable):
+    except (ValueError, RuntimeError, TypeError, KeyError, _Unreadable):
+        # KeyError: simdjson cannot look up a key holding a NUL ("\u0000") it listed
         return None
 
 
