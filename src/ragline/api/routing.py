@@ -70,6 +70,7 @@ def install(app: FastAPI, routers: Sequence[APIRouter]) -> None:
     routed = [Depends(route_service)]
     for router in routers:
         app.include_router(router, dependencies=routed)
+    for router in routers:
         app.include_router(router, prefix="/api", dependencies=routed, include_in_schema=False)
 
     @app.exception_handler(PassThrough)
