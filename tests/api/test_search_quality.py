@@ -244,8 +244,9 @@ def test_without_relevance_sparse_search_embeds_no_query(client: TestClient) -> 
     calls = fake.calls
     body = search(client, query=QUERY, mode="sparse", relevance=False)
     assert fake.calls == calls  # the query was not embedded
-    assert [(r["id"], r["score"]) for r in body["results"]] == \
-        [(r["id"], r["score"]) for r in with_rel]
+    assert [r["score"] for r in body["results"]] == [r["score"] for r in with_rel]
+    assert sorted((r["score"], r["id"]) for r in body["results"]) == \
+        sorted((r["score"], r["id"]) for r in with_rel)  # ties in either order
     assert with_rel and all("relevance" not in r for r in body["results"])
     # the default still embeds it, for the one relevance scale
     search(client, query="motors wheels", mode="sparse")
@@ -256,7 +257,11 @@ def test_without_relevance_dense_and_hybrid_rank_the_same(client: TestClient) ->
     for mode in ("dense", "hybrid"):
         every = search(client, query=QUERY, mode=mode)["results"]
         bare = search(client, query=QUERY, mode=mode, relevance=False)["results"]
-        assert [(r["id"], r["score"]) for r in bare] == [(r["id"], r["score"]) for r in every]
+        # the same hits and scores in the same score order (equal scores, such as the
+        # near-duplicate pair's, may come in either order)
+        assert [r["score"] for r in bare] == [r["score"] for r in every]
+        assert sorted((r["score"], r["id"]) for r in bare) == \
+            sorted((r["score"], r["id"]) for r in every)
         assert all("relevance" not in r for r in bare)
         assert all("relevance" in r for r in every)
     # explain still reports the dense leg (the hits' vectors come back for it)
