@@ -96,8 +96,8 @@ class VectorSearch(BaseModel):
                           "(dense cosine, sparse BM25, fused, rerank, boost).")
     relevance: bool = Field(
         True, description="Give each hit its 'relevance'. false: no 'relevance' on the hits, "
-        "and a sparse search then does not embed the query for it (on 2 cores, sparse "
-        "search serves several times the requests; BENCHMARKS.md). Not with "
+        "and a sparse search then does not embed the query for it (measured on 2 cores, 100 "
+        "connections: ~2,400 sparse searches/s instead of ~700; BENCHMARKS.md). Not with "
         "'relevance_threshold'.")
 
     model_config = ConfigDict(json_schema_extra={"examples": [
