@@ -294,11 +294,16 @@ class Probe:
 
 
 class Pressure:
-    """The kernel's stall accounting (``/proc/pressure``, PSI) and the CPU time stolen by
-    the hypervisor sampled every 50 ms, so a slow probe can be told apart as waiting for
-    CPU, for I/O, for memory or for the host."""
+    """The kernel's stall accounting (``/proc/pressure``, PSI), the CPU time stolen by
+    the hypervisor, reclaim and fault counters (``/proc/vmstat``) and TLB-shootdown
+    interrupts sampled every 50 ms, so a slow probe can be told apart as waiting for
+    CPU, for I/O, for memory or for the host, or as slowed by the kernel's memory work
+    (stall fields in ms; the counters as counts, ``nr_free_pages`` as a change)."""
 
     FILES = ("cpu", "io", "memory")
+    VMSTAT = ("pgscan_kswapd", "pgscan_direct", "pgsteal_kswapd", "pgmajfault", "pgfault",
+              "compact_stall", "compact_migrate_scanned", "thp_split_pmd",
+              "workingset_refault_file", "nr_free_pages")
 
     def __init__(self) -> None:
         self.samples: list[tuple[float, dict[str, int]]] = []
@@ -317,6 +322,19 @@ class Pressure:
         # time the hypervisor ran something else on this VM's CPUs (ticks, all CPUs)
         ticks = os.sysconf("SC_CLK_TCK")
         out["steal"] = int(Path("/proc/stat").read_text().split()[8]) * 1_000_000 // ticks
+        # reclaim, compaction and faults (counts, scaled so ``during`` reports them as is)
+        with contextlib.suppress(OSError):
+            for line in Path("/proc/vmstat").read_text().splitlines():
+                name, _, value = line.partition(" ")
+                if name in Pressure.VMSTAT:
+                    out[name] = int(value) * 1000
+        # TLB shootdowns and function-call interrupts received, all CPUs
+        with contextlib.suppress(OSError):
+            for line in Path("/proc/interrupts").read_text().splitlines():
+                fields = line.split()
+                if fields and fields[0] in ("TLB:", "CAL:"):
+                    count = sum(int(x) for x in fields[1:] if x.isdigit())
+                    out[fields[0].rstrip(":").lower()] = count * 1000
         return out
 
     def _run(self) -> None:

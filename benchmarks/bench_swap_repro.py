@@ -9,7 +9,8 @@ to do, probes with a cheap filtered search every 20 ms, and prints every probe f
 generation's load) to 3 s after its end, with the build step each began in, plus the
 build's timings. ``--env KEY=VALUE`` sets server settings (e.g.
 ``RAGLINE_STORE_OPTIONS={"warm_open": false}`` for the behaviour before generations
-opened warm)::
+opened warm). The kernel's stall accounting is printed under each probe over 50 ms,
+and with ``--trace-threads`` every thread's state under each one over 100 ms::
 
     python benchmarks/bench_swap_repro.py --from /tmp/s1m4/w/data --work-dir /tmp/swt/c
 """
@@ -37,6 +38,9 @@ def main() -> None:
     ap.add_argument("--extra", type=int, default=20_000)
     ap.add_argument("--work-dir", type=Path, required=True)
     ap.add_argument("--env", action="append", default=[])
+    ap.add_argument("--trace-threads", action="store_true",
+                    help="sample every thread of the server and its processes every 10 ms "
+                    "from the writes on, and print them for each probe over 100 ms")
     ap.add_argument("--window-from", default="locked", choices=["open", "replay", "locked"],
                     help="print probes from this build step on (default: 1 s before the "
                     "locked step)")
@@ -53,8 +57,12 @@ def main() -> None:
     srv = bs.Server(bs.ROOT, sys.executable, data_dir, env)
     try:
         probe = bs.Probe(srv, data.vectors(0, 1)[0])
+        pressure = bs.Pressure()
+        threads = bs.Threads(srv.proc.pid) if args.trace_threads else None
         time.sleep(3)
         t0 = time.monotonic()
+        if threads is not None:
+            threads.active = True
         rate = bs.write(srv, data, args.size, args.size + args.extra)
         print(f"wrote {args.extra} documents at {rate:.0f}/s", flush=True)
         steps: dict[str, float] | None = None
@@ -65,6 +73,9 @@ def main() -> None:
             time.sleep(1)
         time.sleep(5)
         samples = probe.stop()
+        pressure.stop()
+        if threads is not None:
+            threads.stop()
     finally:
         srv.stop()
     if steps is None:
@@ -80,6 +91,11 @@ def main() -> None:
         if lo <= began <= hi:
             step = [name for at, name in marks if at <= began]
             print(f"{began - steps['locked']:+.3f} {ms:7.1f} {step[-1] if step else '-'}")
+            if ms > 50:
+                print("    ", pressure.during(began, done))
+            if ms > 100 and threads is not None:
+                for line in threads.during(began, done):
+                    print("    ", line)
     idle = sorted(ms for done, ms in samples if done < t0)
     if idle:
         print(f"idle probe p50 {idle[len(idle) // 2]:.1f} ms")
