@@ -109,6 +109,9 @@ def main() -> None:
     ap.add_argument("--conns", type=int, default=2)
     ap.add_argument("--json-out", type=Path)
     ap.add_argument("--library", action="store_true", help="time Ragline.store_batch")
+    ap.add_argument("--all-ahead", action="store_true",
+                    help="serialise every body of a round before its clock starts (the "
+                         "client then only sends, as one on another machine would)")
     args = ap.parse_args()
     if args.library:
         run_library(args)
@@ -132,7 +135,8 @@ def main() -> None:
             order = list(servers) if r % 2 == 0 else list(reversed(servers))
             for name in order:
                 c0 = cpu_s(servers[name].proc.pid)
-                rates[name].append(write(servers[name], data, lo, lo + args.docs, args.conns))
+                rates[name].append(write(servers[name], data, lo, lo + args.docs, args.conns,
+                                         args.all_ahead))
                 cpu[name].append((cpu_s(servers[name].proc.pid) - c0) * 1e6 / args.docs)
             print(f"round {r + 1}: " + ", ".join(
                 f"{k} {v[-1]:,.0f} docs/s, {cpu[k][-1]:.0f} CPU ms/1000" for k, v in rates.items()),

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from ragline.core.filters import Eq, In, Node, Range
+from ragline.core.ids import point_id
 from ragline.core.types import Metadata, Record, SearchMode, StoreQuery
 from ragline.providers.stores.qdrant_edge.provider import QdrantEdgeConfig, QdrantEdgeStore
 
@@ -574,6 +575,51 @@ def test_writes_send_points_prepared_before_the_write_lock(tmp_path: Path) -> No
     sh.fields.observe = real_observe
     assert sh.gen._prepared == {}  # forgotten, not leaked
     assert store.count("k", "default", None) == 200
+    store.close()
+
+
+def test_points_are_not_made_while_another_write_runs_in_edge(tmp_path: Path) -> None:
+    """Point making and Edge's updates take turns in a generation (two threads doing
+    both at once cost more CPU than one after the other: Generation.prepare). A
+    prepare that arrives during a write waits for it, then makes the same points."""
+    store = _store(tmp_path, shard_processes=False)
+    store.create_shard("k", DIM)
+    gen = store._shards["k"].gen
+    shard = gen.shard
+    events: list[str] = []
+    entered, release = threading.Event(), threading.Event()
+
+    class SlowShard:  # Edge's shard with an update that holds on until released
+        def update(self, op: object) -> None:
+            events.append("update begins")
+            entered.set()
+            assert release.wait(10)
+            shard.update(op)
+            events.append("update ends")
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(shard, name)
+
+    gen.shard = SlowShard()
+    vecs, _ = _data(2, seed=5)
+    payload = {"doc_id": "a", "text": "a", "tenant": "default", "metadata": {}, "norm": 1.0}
+    writer = threading.Thread(target=gen.write, args=([(
+        "upsert", [point_id("default", "a")], vecs[:1], [payload])],))
+    writer.start()
+    assert entered.wait(10)
+    tokens: list[int] = []
+    preparer = threading.Thread(target=lambda: tokens.append(gen.prepare(
+        [point_id("default", "b")], vecs[1:], [{**payload, "doc_id": "b"}])))
+    preparer.start()
+    preparer.join(0.3)
+    assert preparer.is_alive() and not tokens  # waiting for the update
+    release.set()
+    writer.join(10)
+    preparer.join(10)
+    assert events == ["update begins", "update ends"] and len(tokens) == 1
+    gen.write([("upsert_prepared", tokens[0])])
+    gen.shard = shard
+    assert store.count("k", "default", None) == 2
     store.close()
 
 
