@@ -113,6 +113,29 @@ class StoreConformance(ProviderContract):
         assert store.count(key, "default", None) == 1
         assert store.get(key, "default", ["missing"]) == []
 
+    def test_upsert_parts_is_one_write_and_a_failing_part_writes_nothing(
+            self, store: VectorStore, key: str) -> None:
+        store.upsert_parts(key, iter([[rec(1), rec(2)], [], [rec(3, {"n": 3})]]))
+        got = store.get(key, "default", ["doc-1", "doc-2", "doc-3"])
+        assert [(r.id, r.text, r.metadata) for r in got] == [
+            ("doc-1", "text 1", {}), ("doc-2", "text 2", {}), ("doc-3", "text 3", {"n": 3})]
+        [hit] = dense(store, key, "default", vec(3), None, 1, with_vectors=True)
+        assert hit.id == "doc-3" and hit.embedding is not None
+        np.testing.assert_allclose(np.asarray(hit.embedding, dtype=np.float64),
+                                   np.asarray(vec(3), dtype=np.float64), rtol=1e-4)
+
+        def failing() -> Any:
+            yield [rec(10), rec(1, {"changed": True})]
+            raise InvalidInput("the second part is bad")
+
+        with pytest.raises(InvalidInput, match="second part"):
+            store.upsert_parts(key, failing())
+        assert store.get(key, "default", ["doc-10"]) == []
+        assert store.get(key, "default", ["doc-1"])[0].metadata == {}
+        assert store.count(key, "default", None) == 3
+        store.upsert_parts(key, iter([]))  # nothing to write
+        assert store.count(key, "default", None) == 3
+
     def test_search_orders_by_cosine_and_returns_original_vectors(
         self, store: VectorStore, key: str
     ) -> None:

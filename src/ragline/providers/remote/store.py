@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any, ClassVar, TypeVar
 
@@ -121,6 +121,9 @@ class RemoteRaglineStore:
             self.client.delete_collection(self._name(key))
 
     # -- records --------------------------------------------------------------------------
+    def upsert_parts(self, key: str, parts: Iterable[list[Record]]) -> None:
+        self.upsert(key, [r for part in parts for r in part])  # nothing to overlap here
+
     def upsert(self, key: str, records: list[Record]) -> None:
         by_tenant: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for r in records:

@@ -11,6 +11,7 @@ own filter on every call, not left to callers.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from ragline.core.filters import Node
@@ -40,6 +41,12 @@ class VectorStore(Protocol):
 
         Callers validate first; the store writes the batch as one operation.
         """
+
+    def upsert_parts(self, key: str, parts: Iterable[list[Record]]) -> None:
+        """:meth:`upsert` of every part's records, as one operation. ``parts`` may
+        validate each part as it is asked for: a store may work on a part while the
+        next one is made (Qdrant Edge makes its points), and an exception from
+        ``parts`` ends the call with nothing written."""
 
     def get(
         self, key: str, tenant: str, ids: list[str], with_vectors: bool = False

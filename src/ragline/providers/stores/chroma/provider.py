@@ -43,7 +43,7 @@ import hashlib
 import logging
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -270,6 +270,9 @@ class ChromaStore:
     def _write_lock(self, key: str) -> threading.Lock:
         with self._lock:
             return self._write_locks.setdefault(key, threading.Lock())
+
+    def upsert_parts(self, key: str, parts: Iterable[list[Record]]) -> None:
+        self.upsert(key, [r for part in parts for r in part])  # nothing to overlap here
 
     def upsert(self, key: str, records: list[Record]) -> None:
         if not records:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
@@ -209,6 +209,9 @@ class PgvectorStore:
         self.pool.close()
 
     # -- writes ----------------------------------------------------------------------
+    def upsert_parts(self, key: str, parts: Iterable[list[Record]]) -> None:
+        self.upsert(key, [r for part in parts for r in part])  # nothing to overlap here
+
     def upsert(self, key: str, records: list[Record]) -> None:
         if not records:
             return

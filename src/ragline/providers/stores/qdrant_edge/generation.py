@@ -14,8 +14,9 @@ each is idempotent):
 
 * ``("upsert", ids, rows, payloads)``: point ids, the vectors (an ``(n, dim)``
   float32 matrix, or its rows as lists of floats), the payload dicts;
-* ``("upsert_prepared", token)``: the points :meth:`Generation.prepare` made earlier
-  from such an upsert (never journaled: the store journals the upsert itself);
+* ``("upsert_prepared", token, ...)``: the points :meth:`Generation.prepare` made
+  earlier from such an upsert, in parts (one token each), written in one update
+  (never journaled: the store journals the upsert itself);
 * ``("create_index", path, kind)`` / ``("delete_index", path)``;
 * ``("delete_ids", tenant, ids)``: returns how many existed;
 * ``("delete_where", tenant, where)``: returns how many matched.
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -147,6 +149,20 @@ class Generation:
             self._prepared[token] = points
         return token
 
+    def begin_prepare(self, ids: list[Any], rows: Any,
+                      payloads: list[dict[str, Any]]) -> Callable[[], int]:
+        """:meth:`prepare`, returning what gives its token. Here the points are made at
+        once; a shard process (:class:`.host.RemoteGeneration`) makes them while its
+        caller goes on, which is what a bulk write in parts overlaps."""
+        token = self.prepare(ids, rows, payloads)
+        return lambda: token
+
+    def prepared_count(self) -> int:
+        """Prepared parts not yet written or forgotten (0 between writes: a write that
+        failed must not leave its points here)."""
+        with self._prepared_lock:
+            return len(self._prepared)
+
     def forget(self, token: int) -> None:
         """Drop prepared points that will not be written (the write failed before it,
         or a background build replaced this generation meanwhile)."""
@@ -168,10 +184,7 @@ class Generation:
                 self.shard.update(q.UpdateOperation.upsert_points(_points(ids, rows, payloads)))
                 out.append(0)
             elif kind == "upsert_prepared":
-                with self._prepared_lock:
-                    points = self._prepared.pop(op[1], None)
-                if points is None:
-                    raise ValueError(f"no prepared points for token {op[1]!r}")
+                points = self._take_prepared(op[1:])
                 self.shard.update(q.UpdateOperation.upsert_points(points))
                 out.append(0)
             elif kind == "create_index":
@@ -197,6 +210,15 @@ class Generation:
             else:
                 raise ValueError(f"unknown write operation {kind!r}")
         return out
+
+    def _take_prepared(self, tokens: tuple[int, ...]) -> list[Any]:
+        """The points of ``tokens``, in order; all or none are taken."""
+        with self._prepared_lock:
+            missing = [t for t in tokens if t not in self._prepared]
+            if missing:
+                raise ValueError(f"no prepared points for token {missing[0]!r}")
+            parts = [self._prepared.pop(t) for t in tokens]
+        return parts[0] if len(parts) == 1 else list(itertools.chain.from_iterable(parts))
 
     def create_base_indexes(self) -> None:
         memory = index_memory(self.cfg.index_memory)

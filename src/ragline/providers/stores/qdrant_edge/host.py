@@ -24,6 +24,7 @@ directory when the next one opens it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import logging
 import multiprocessing
@@ -157,16 +158,29 @@ class ShardProcess:
         return cls(proc, parent, msg[1], bytes(proc.authkey))
 
     def call(self, method: str, *args: Any) -> Any:
+        return self.begin(method, *args)()
+
+    def begin(self, method: str, *args: Any) -> Callable[[], Any]:
+        """Send a call and return what waits for its result (call that exactly once: it
+        hands the connection back). The caller goes on meanwhile: a bulk write makes its
+        next part while the shard process makes the points of this one."""
         with self._lock:
             conn = self._pool.pop() if self._pool else None
         try:
             if conn is None:
                 conn = Client(self.address, family="AF_UNIX", authkey=self.authkey)
             conn.send_bytes(pickle.dumps((method, args), protocol=pickle.HIGHEST_PROTOCOL))
-            status, value = pickle.loads(conn.recv_bytes())
         except (EOFError, OSError) as exc:
             if conn is not None:
                 conn.close()
+            raise StoreError(f"the shard process is gone ({type(exc).__name__})") from None
+        return functools.partial(self._finish, conn)
+
+    def _finish(self, conn: Connection) -> Any:
+        try:
+            status, value = pickle.loads(conn.recv_bytes())
+        except (EOFError, OSError) as exc:
+            conn.close()
             raise StoreError(f"the shard process is gone ({type(exc).__name__})") from None
         with self._lock:
             self._pool.append(conn)
@@ -236,6 +250,13 @@ class RemoteGeneration:
             return self.process.call(name, *args)
 
         return call
+
+    def begin_prepare(self, ids: list[Any], rows: Any,
+                      payloads: list[dict[str, Any]]) -> Callable[[], int]:
+        """:meth:`.generation.Generation.begin_prepare` without waiting for the shard
+        process: it makes the points while the caller goes on."""
+        finish: Callable[[], int] = self.process.begin("prepare", ids, rows, payloads)
+        return finish
 
     def close(self) -> None:
         self.process.close()

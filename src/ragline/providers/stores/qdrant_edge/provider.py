@@ -22,7 +22,7 @@ import logging
 import os
 import shutil
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -69,6 +69,30 @@ __all__ = [
 _index_params = index_params
 
 log = logging.getLogger(__name__)
+
+
+def _joined(args: list[tuple[list[Any], Any, list[dict[str, Any]]]]
+            ) -> tuple[list[Any], Any, list[dict[str, Any]]]:
+    """The parts' point ids, rows and payloads as one upsert (what the journal keeps)."""
+    if len(args) == 1:
+        return args[0]
+    ids = [i for part in args for i in part[0]]
+    payloads = [p for part in args for p in part[2]]
+    if all(isinstance(part[1], np.ndarray) for part in args):
+        return ids, np.concatenate([part[1] for part in args]), payloads
+    rows = [r.tolist() if isinstance(r, np.ndarray) else r for part in args for r in part[1]]
+    return ids, rows, payloads
+
+
+def _answers(pending: list[Callable[[], int]], tokens: list[int]) -> Exception | None:
+    """Wait for every prepare sent (appending the tokens); the first failure, if any."""
+    failure: Exception | None = None
+    for finish in pending:
+        try:
+            tokens.append(finish())
+        except Exception as exc:
+            failure = failure or exc
+    return failure
 
 
 def _index_path(field: str, kind: str) -> str:
@@ -399,31 +423,29 @@ class QdrantEdgeStore:
 
     # -- writes ------------------------------------------------------------------
     def upsert(self, key: str, records: list[Record]) -> None:
-        if not records:
-            return
+        self.upsert_parts(key, [records])
+
+    def upsert_parts(self, key: str, parts: Iterable[list[Record]]) -> None:
+        """One write of every part's records. Edge's points are made before the write
+        lock (``Generation.prepare``: most of the time of a bulk write), part by part as
+        ``parts`` yields them: a shard process makes one part's points while the caller
+        produces (validates) the next, then one update writes them all. Measured with
+        ``store_batch`` (``benchmarks/bench_bulk_write.py --library``): see BENCHMARKS.md."""
         if not self.has_shard(key):
             raise StoreError(f"shard {key} does not exist")
-        # one matrix for the whole batch: norms in one numpy call; the generation makes
-        # Edge's points from the rows as Python lists (q.Point from numpy rows measured
-        # 104 ms per 1,000 384-d points with payloads, from lists 43 ms + 11 ms of tolist).
-        # In this process the lists the caller sent are used as they are (``values``:
-        # validated to round to these float32 rows, which is what Edge stores); a shard
-        # process gets the float32 matrix (pickled in one piece; its tolist() is its own)
-        mat = np.asarray([r.embedding for r in records], dtype=np.float32)
-        norms = np.linalg.norm(mat, axis=1).tolist()
-        given = [r.values for r in records]
-        rows: Any = mat if self.config.shard_processes or None in given else given
-        ids = [point_id(r.tenant, r.id) for r in records]
-        payloads = [point_payload(r.id, r.text, r.tenant, r.metadata, norm)
-                    for r, norm in zip(records, norms, strict=True)]
-        # Edge's points are made before the write lock (Generation.prepare: most of the
-        # time of a bulk write), so concurrent writers overlap; the lock covers the update
-        with self._reading(key) as prepared_in:
-            if prepared_in is None:
-                raise StoreError(f"shard {key} does not exist")
-            token = prepared_in.gen.prepare(ids, rows, payloads)
+        records: list[Record] = []
+        args: list[tuple[list[Any], Any, list[dict[str, Any]]]] = []
+        tokens: list[int] = []
+        prepared_in: _Shard | None = None
         used = False
         try:
+            with self._reading(key) as prepared_in:
+                if prepared_in is None:
+                    raise StoreError(f"shard {key} does not exist")
+                self._prepare_parts(prepared_in, parts, records, args, tokens)
+            if not records:
+                return
+            ids, rows, payloads = _joined(args)
             with self._writing(key) as sh:
                 to_index, to_drop = sh.fields.observe([r.metadata for r in records])
                 ops: list[WriteOp] = [("delete_index", _index_path(f, kind))
@@ -435,15 +457,53 @@ class QdrantEdgeStore:
                 sent = None
                 if sh is prepared_in:  # else a build swapped generations meanwhile
                     sent = list(ops)
-                    sent[upsert] = ("upsert_prepared", token)
+                    sent[upsert] = ("upsert_prepared", *tokens)
                 sh.write(ops, sent)
                 used = sent is not None
                 if to_index or to_drop:
                     sh.fields.save()
         finally:
-            if not used:
-                with contextlib.suppress(Exception):  # a replaced generation may be gone
-                    prepared_in.gen.forget(token)
+            if not used and prepared_in is not None:
+                for token in tokens:  # points made for a write that did not happen
+                    with contextlib.suppress(Exception):  # a replaced generation may be gone
+                        prepared_in.gen.forget(token)
+
+    def _prepare_parts(self, sh: _Shard, parts: Iterable[list[Record]], records: list[Record],
+                       args: list[tuple[list[Any], Any, list[dict[str, Any]]]],
+                       tokens: list[int]) -> None:
+        """Send each part's points to be made as ``parts`` yields it (filling ``records``,
+        ``args`` and ``tokens``); every call sent is answered before this returns or
+        raises, so its connection goes back and its token can be forgotten."""
+        pending: list[Callable[[], int]] = []
+        try:
+            for part in parts:
+                if part:
+                    args.append(self._point_args(part))
+                    pending.append(sh.gen.begin_prepare(*args[-1]))
+                    records += part
+        except BaseException:  # e.g. the caller's validation of a later part failed
+            _answers(pending, tokens)
+            raise
+        failure = _answers(pending, tokens)
+        if failure is not None:
+            raise failure
+
+    def _point_args(self, records: list[Record]) -> tuple[list[Any], Any, list[dict[str, Any]]]:
+        """Point ids, rows and payloads of ``records``. One matrix for the batch: norms in
+        one numpy call; the generation makes Edge's points from the rows as Python lists
+        (q.Point from numpy rows measured 104 ms per 1,000 384-d points with payloads,
+        from lists 43 ms + 11 ms of tolist). In this process the lists the caller sent are
+        used as they are (``values``: validated to round to these float32 rows, which is
+        what Edge stores); a shard process gets the float32 matrix (pickled in one piece;
+        its tolist() is its own)."""
+        mat = np.asarray([r.embedding for r in records], dtype=np.float32)
+        norms = np.linalg.norm(mat, axis=1).tolist()
+        given = [r.values for r in records]
+        rows: Any = mat if self.config.shard_processes or None in given else given
+        ids = [point_id(r.tenant, r.id) for r in records]
+        payloads = [point_payload(r.id, r.text, r.tenant, r.metadata, norm)
+                    for r, norm in zip(records, norms, strict=True)]
+        return ids, rows, payloads
 
     def delete_ids(self, key: str, tenant: str, ids: list[str]) -> int:
         if not ids or not self.has_shard(key):

@@ -32,7 +32,7 @@ import logging
 import re
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, Literal, TypeVar
 
 import numpy as np
@@ -239,6 +239,9 @@ class QdrantServerStore:
         self._call(self.client.close)
 
     # -- writes --------------------------------------------------------------------------
+    def upsert_parts(self, key: str, parts: Iterable[list[Record]]) -> None:
+        self.upsert(key, [r for part in parts for r in part])  # nothing to overlap here
+
     def upsert(self, key: str, records: list[Record]) -> None:
         if not records:
             return
