@@ -19,6 +19,7 @@ import pytest
 from ragline.errors import InsufficientStorage, InvalidInput
 from ragline.facade import Ragline
 from ragline.providers.stores.qdrant_edge.provider import QdrantEdgeStore
+from ragline.services import documents
 from ragline.services.documents import WRITE_PART
 from tests.ingestion_support import fake_settings
 
@@ -159,3 +160,18 @@ def test_rewriting_the_same_ids_in_parts_replaces_them(rl: Ragline) -> None:
     assert count(rl) == N + 3
     got = rl.services.documents.get("c", "default", f"d{N - 1}")
     assert got is not None and got.text == f"new chunk {N - 1}"
+
+
+def test_many_parts_hold_at_most_two_connections_to_the_shard_process(
+        rl: Ragline, parts_made: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(documents, "WRITE_PART", 10)
+    write(rl, chunks(205, seed=9))
+    assert parts_made == [10] * 19 + [15]
+    assert count(rl) == 205 + 3
+    assert prepared_left(rl) == 0
+    store = rl.services.store
+    assert isinstance(store, QdrantEdgeStore)
+    gen = store._shards[rl.services.collections.get("c").shard].gen
+    process = getattr(gen, "process", None)
+    if process is not None:  # a shard process: one connection per call in flight
+        assert 1 <= len(process._pool) <= 2  # PREPARES_IN_FLIGHT; not one per part (20)

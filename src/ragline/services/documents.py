@@ -249,8 +249,9 @@ class DocumentService:
 
 WRITE_PART = 125
 """Documents per part of a batch written in parts (at least two parts: batches of 250
-or more). Measured with ``store_batch``, 1,000 384-d documents a call, on 2 cores:
-parts of 125, 250 and 500 gave x1.30, x1.18 and x1.13 the documents/s of one part."""
+or more). Measured with ``store_batch``, 1,000 384-d documents a call, on 2 cores (3
+interleaved rounds on a noisy machine, medians): parts of 125, 250 and 500 gave x1.30,
+x1.18 and x1.13 the documents/s of one part (BENCHMARKS.md, "Bulk writes in parts")."""
 
 
 class _WholeBatch(Exception):

@@ -84,6 +84,13 @@ def _joined(args: list[tuple[list[Any], Any, list[dict[str, Any]]]]
     return ids, rows, payloads
 
 
+PREPARES_IN_FLIGHT = 2
+"""Prepare calls of one write sent and not yet answered. The shard process makes one
+part's points at a time (``Generation._edge_writes``), so two keep it busy while the
+caller checks the next part; more would only hold more connections and serving threads
+(a batch of 100,000 would otherwise open 800)."""
+
+
 def _answers(pending: list[Callable[[], int]], tokens: list[int]) -> Exception | None:
     """Wait for every prepare sent (appending the tokens); the first failure, if any."""
     failure: Exception | None = None
@@ -472,13 +479,16 @@ class QdrantEdgeStore:
                        args: list[tuple[list[Any], Any, list[dict[str, Any]]]],
                        tokens: list[int]) -> None:
         """Send each part's points to be made as ``parts`` yields it (filling ``records``,
-        ``args`` and ``tokens``); every call sent is answered before this returns or
-        raises, so its connection goes back and its token can be forgotten."""
-        pending: list[Callable[[], int]] = []
+        ``args`` and ``tokens``), at most :data:`PREPARES_IN_FLIGHT` at a time; every
+        call sent is answered before this returns or raises, so its connection goes
+        back and its token can be forgotten."""
+        pending: list[Callable[[], int]] = []  # answers not read yet, oldest first
         try:
             for part in parts:
                 if part:
                     args.append(self._point_args(part))
+                    if len(pending) >= PREPARES_IN_FLIGHT:  # each holds a connection
+                        tokens.append(pending.pop(0)())
                     pending.append(sh.gen.begin_prepare(*args[-1]))
                     records += part
         except BaseException:  # e.g. the caller's validation of a later part failed
