@@ -175,3 +175,14 @@ def test_many_parts_hold_at_most_two_connections_to_the_shard_process(
     process = getattr(gen, "process", None)
     if process is not None:  # a shard process: one connection per call in flight
         assert 1 <= len(process._pool) <= 2  # PREPARES_IN_FLIGHT; not one per part (20)
+
+
+def test_numpy_rows_are_one_part(rl: Ragline, parts_made: list[int]) -> None:
+    """Rows already in a matrix (what the HTTP body reader makes) cost next to nothing to
+    check: nothing to overlap, so no parts."""
+    batch = chunks(N, seed=10)
+    for c in batch:
+        c["embedding"] = np.asarray(c["embedding"])
+    write(rl, batch)
+    assert parts_made == [N]
+    assert count(rl) == N + 3

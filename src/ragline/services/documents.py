@@ -161,8 +161,15 @@ class DocumentService:
         part passes the all-at-once check (:func:`check_vectors`) with the collection's
         dimension; at the first that does not, nothing has been written and this returns
         False: the whole-batch path checks again and raises what it always did, for the
-        same document. Also False when the collection changed under the write."""
-        if missing or len(docs) < 2 * WRITE_PART:
+        same document. Also False when the collection changed under the write.
+
+        Only for vectors given as lists of Python numbers (library callers, bodies that
+        orjson reads): checking those is most of the caller's work, which the parts
+        overlap. Rows already read into one matrix (``api/bulk_json``) cost next to
+        nothing to check; there the extra calls to the shard process measured x0.91-0.96
+        the documents/s of one part (BENCHMARKS.md, "Bulk writes in parts")."""
+        if missing or len(docs) < 2 * WRITE_PART \
+                or not all(type(d.embedding) is list for d in docs):
             return False
         info = self.collections.get(name)  # re-read, as below: an "empty" swaps shards
         if info.dimension is None or not self.store.has_shard(info.shard):
