@@ -186,3 +186,9 @@ def test_numpy_rows_are_one_part(rl: Ragline, parts_made: list[int]) -> None:
     write(rl, batch)
     assert parts_made == [N]
     assert count(rl) == N + 3
+
+
+def test_an_empty_upsert_is_a_no_op_even_without_a_shard(rl: Ragline) -> None:
+    store = rl.services.store
+    store.upsert("no-such-shard", [])
+    assert not store.has_shard("no-such-shard")

@@ -430,7 +430,8 @@ class QdrantEdgeStore:
 
     # -- writes ------------------------------------------------------------------
     def upsert(self, key: str, records: list[Record]) -> None:
-        self.upsert_parts(key, [records])
+        if records:  # nothing to write is not an error, shard or none (as before parts)
+            self.upsert_parts(key, [records])
 
     def upsert_parts(self, key: str, parts: Iterable[list[Record]]) -> None:
         """One write of every part's records. Edge's points are made before the write
