@@ -311,7 +311,8 @@ def new_plan(store: QdrantEdgeStore, node: Any, qv: np.ndarray) -> list[Any]:
     # in a shard process has to cross a pipe); the store runs with shard_processes off here
     info = sh.shard.info()
     dp = sh.gen._dense_plan(info, sh.gen.linked(info),
-                            StoreQuery("default", SearchMode.DENSE, 10, vector=qv, where=node))
+                            StoreQuery("default", SearchMode.DENSE, 10, vector=qv, where=node),
+                            False)  # with the tenant condition, as measured
     if dp.kind == "split":
         pts = merge([sh.shard.query(request(qv, tenant_filter("default", part), dp.params))
                      for part in dp.parts])

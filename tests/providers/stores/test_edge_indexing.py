@@ -8,8 +8,11 @@ set to the same fraction of the collection as the production defaults are of a
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 import pytest
@@ -464,6 +467,20 @@ def test_each_plan_returns_the_exact_hits_of_the_tenant(two_tenants, shape: str)
     store.close()
 
 
+F = TypeVar("F")
+
+
+@contextlib.contextmanager
+def _in_front(gen: Any, fake: F) -> Iterator[F]:
+    """``fake`` as the Edge shard of generation ``gen`` (in this process) meanwhile."""
+    real = gen.shard
+    gen.shard = fake
+    try:
+        yield fake
+    finally:
+        gen.shard = real
+
+
 class _ShortGraph:
     """An Edge shard whose graph searches drop all but 3 hits (an index that fails)."""
 
@@ -506,14 +523,10 @@ def test_a_graph_plan_that_answers_short_is_redone_exactly(built_here, shape: st
     hits than asked for is re-run exactly: a failing index never shortens an answer."""
     store, vecs, metas = built_here
     gen = store._shards["k"].gen
-    real = gen.shard
-    gen.shard = fake = _ShortGraph(real)
-    try:
-        where = SHAPES[shape]
+    where = SHAPES[shape]
+    with _in_front(gen, _ShortGraph(gen.shard)) as fake:
         hits = store.query_batch("k", [StoreQuery("default", SearchMode.DENSE, 10,
                                                   vector=vecs[1], where=where)])[0]
-    finally:
-        gen.shard = real
     assert fake.exact_runs == 1
     assert {h.id for h in hits} == set(_exact_top(vecs, metas, vecs[1], where))
 
@@ -650,4 +663,111 @@ def test_a_write_prepared_before_a_swap_lands_in_the_new_generation(
     assert store.count("k", "default", Eq("tier", 9)) == 10
     got = {r.id: r.metadata["tier"] for r in store.get("k", "default", ["d0", f"d{N}"])}
     assert got == {"d0": 9, f"d{N}": metas[N]["tier"]}
+    store.close()
+
+
+class _Requests:
+    """An Edge shard that records the filters of the searches it runs."""
+
+    def __init__(self, shard: object) -> None:
+        self.shard = shard
+        self.filters: list[str] = []
+
+    def query(self, req: object) -> list[object]:
+        self.filters.append(repr(getattr(req, "filter", None)))
+        return self.shard.query(req)  # type: ignore[attr-defined,no-any-return]
+
+    def query_batch(self, batch: object) -> list[list[object]]:
+        raise AssertionError("single queries only in this test")
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.shard, name)
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_a_shard_of_one_tenant_is_searched_without_the_tenant_condition(
+        built_here, shape: str) -> None:  # type: ignore[no-untyped-def]
+    """Edge checks a search's tenant condition at every point its walk visits; where
+    every point is the tenant's it selects them all, so it is left out (x0.5 the time
+    of a ``cat`` search at 100k), and the hits are still the exact ones. Another
+    tenant's searches keep it (and find nothing)."""
+    store, vecs, metas = built_here
+    gen = store._shards["k"].gen
+    info = gen.shard.info()
+    assert gen.alone(info, "default") and not gen.alone(info, "someone-else")
+    where = SHAPES[shape]
+    with _in_front(gen, _Requests(gen.shard)) as rec:
+        hits = store.query_batch("k", [StoreQuery("default", SearchMode.DENSE, 10,
+                                                  vector=vecs[2], where=where)])[0]
+        mine = list(rec.filters)
+        none = store.query_batch("k", [StoreQuery("someone-else", SearchMode.DENSE, 10,
+                                                  vector=vecs[2], where=where)])[0]
+    assert mine and not any('key="tenant"' in f for f in mine), mine
+    assert [h.id for h in hits] == _exact_top(vecs, metas, vecs[2], where)
+    assert none == []
+    assert 'key="tenant"' in rec.filters[-1]
+
+
+@pytest.fixture(scope="module")
+def two_tenants_here(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """:func:`two_tenants` with the generation in this process."""
+    store = _store(tmp_path_factory.mktemp("edge-tenants-here"), hnsw_full_scan_threshold_kb=30,
+                   shard_processes=False)
+    store.create_shard("k", DIM)
+    vecs, metas = _data(N, seed=11)
+    for lo in range(0, N, 1000):
+        store.upsert("k", [Record(f"a{i}", "some words", metas[i], vecs[i], tenant="a")
+                           for i in range(lo, lo + 1000)])
+    store.upsert("k", [Record(f"b{i}", "some words", metas[i], vecs[i], tenant="b")
+                       for i in range(100)])
+    assert store.build_index("k")
+    yield store, vecs, metas
+    store.close()
+
+
+@pytest.mark.parametrize("mode", [SearchMode.DENSE, SearchMode.HYBRID, SearchMode.SPARSE])
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_a_hit_of_another_tenant_runs_the_search_again_with_the_tenant_condition(
+        two_tenants_here, shape: str, mode: SearchMode) -> None:  # type: ignore[no-untyped-def]
+    """Whatever the count behind :meth:`Generation.alone` says (here it is made to say
+    "alone" on a shard where tenant ``b`` holds exact copies of 100 of ``a``'s points, as a
+    write of ``b`` racing the plan would make it), no hit of another tenant comes back,
+    and the answer is the full, exact one."""
+    store, vecs, metas = two_tenants_here
+    gen = store._shards["k"].gen
+    assert not gen.alone(gen.shard.info(), "a")
+    where = SHAPES[shape]
+    i = next(j for j in range(100) if _matches(metas[j], where))  # b has a copy of it
+    gen.alone = lambda info, tenant: True  # type: ignore[method-assign]
+    try:
+        hits = store.query_batch("k", [StoreQuery("a", mode, 10, vector=vecs[i], text="words",
+                                                  where=where)])[0]
+    finally:
+        del gen.alone
+    assert hits and all(h.id.startswith("a") for h in hits), [h.id for h in hits]
+    if mode == SearchMode.DENSE:
+        assert {h.id for h in hits} == {f"a{j[1:]}" for j in
+                                       _exact_top(vecs, metas, vecs[i], where)}
+    else:
+        assert len(hits) == 10
+
+
+def test_a_shard_is_one_tenants_again_once_the_others_points_are_deleted(
+        tmp_path: Path) -> None:
+    """The count behind :meth:`Generation.alone` follows deletes, in the built segment
+    and in the one written since."""
+    store = _store(tmp_path, shard_processes=False)
+    store.create_shard("k", DIM)
+    vecs, metas = _data(1200, seed=5)
+    store.upsert("k", [Record(f"a{i}", "t", metas[i], vecs[i], tenant="a") for i in range(1000)])
+    store.upsert("k", [Record(f"b{i}", "t", metas[i], vecs[i], tenant="b") for i in range(100)])
+    assert store.build_index("k")
+    store.upsert("k", [Record(f"b{i}", "t", metas[i], vecs[i], tenant="b")
+                       for i in range(1000, 1100)])
+    gen = store._shards["k"].gen
+    assert not gen.alone(gen.shard.info(), "a")
+    assert store.delete_ids("k", "b", [f"b{i}" for i in range(100)]) == 100
+    assert not gen.alone(gen.shard.info(), "a")  # b's points written since the build
+    assert store.delete_where("k", "b", None) == 100
+    assert gen.alone(gen.shard.info(), "a") and not gen.alone(gen.shard.info(), "b")
     store.close()

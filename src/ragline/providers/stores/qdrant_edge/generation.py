@@ -37,7 +37,7 @@ import qdrant_edge as q
 from ragline.core.filters import Node
 from ragline.core.ids import point_id
 from ragline.core.types import Page, Record, Scalar, ScoredRecord, StoreQuery
-from ragline.providers.stores.qdrant_common.filters import field_path
+from ragline.providers.stores.qdrant_common.filters import TENANT, field_path
 from ragline.providers.stores.qdrant_edge import resident
 from ragline.providers.stores.qdrant_edge.queries import (
     EXACT,
@@ -47,7 +47,7 @@ from ragline.providers.stores.qdrant_edge.queries import (
     build_request,
     dense_plan,
 )
-from ragline.providers.stores.qdrant_edge.translate import tenant_filter
+from ragline.providers.stores.qdrant_edge.translate import scoped_filter, tenant_filter
 
 WriteOp = tuple[Any, ...]
 
@@ -288,16 +288,31 @@ class Generation:
         if sq.mode == "sparse":
             return None
         info = self.shard.info()
-        dp = self._dense_plan(info, self.linked(info), sq)
+        dp = self._dense_plan(info, self.linked(info), sq, self.alone(info, sq.tenant))
         return DensePlan(dp.kind, None, dp.estimate, dp.parts)
 
-    def _dense_plan(self, info: Any, linked: frozenset[str], sq: StoreQuery) -> DensePlan:
+    def alone(self, info: Any, tenant: str) -> bool:
+        """Whether every point of the shard is ``tenant``'s, by Edge's count of the
+        tenant's points (its tenant index's, exact: ~6 us) against the shard's.
+
+        Why: a search's tenant condition is checked by Edge at every point its graph
+        walk visits; when it selects every point it only costs time (a ``cat`` search
+        at 100k measured 3.1 ms with it, 1.6 without; unfiltered 0.85-1.5 against 0.7),
+        so such a shard is searched without it. Safe whatever the count says: every
+        hit's tenant is checked, and a hit of another tenant (a write racing the plan)
+        makes :meth:`query_batch` run the query again with the condition."""
+        one = q.Filter(must=[q.FieldCondition(TENANT, match=q.MatchValue(tenant))])
+        return int(self.shard.count(q.CountRequest(filter=one, exact=False))) == int(
+            info.points_count)
+
+    def _dense_plan(self, info: Any, linked: frozenset[str], sq: StoreQuery,
+                    alone: bool) -> DensePlan:
         # Edge's full-scan threshold in points: values with at least this many get links
         dim = len(sq.vector) if sq.vector is not None else 1
         links_min = self.cfg.full_scan_threshold_kb * 1024 // (4 * max(dim, 1))
-        return dense_plan(self.shard, info, tenant_filter(sq.tenant, sq.where), sq.where,
-                          linked, self.cfg.exact_search_max_matches, self.cfg.hnsw_ef,
-                          links_min, split=sq.mode == "dense")
+        return dense_plan(self.shard, info, scoped_filter(sq.tenant, sq.where, alone),
+                          sq.where, linked, self.cfg.exact_search_max_matches,
+                          self.cfg.hnsw_ef, links_min, split=sq.mode == "dense")
 
     def has_text(self) -> bool:
         if self._has_text is None:  # made with the shard: read once
@@ -359,14 +374,19 @@ class Generation:
         large for exact search runs as one graph walk per value, merged by score. A
         graph search that returns fewer hits than it asked for is run again exactly, so
         an index never answers short silently (a filter matching fewer points than the
-        limit makes that exact run small).
+        limit makes that exact run small). A shard whose points are all the caller's
+        tenant's is searched without the tenant condition (:meth:`alone`); a hit of
+        another tenant there makes the query run again with it.
         """
         plans: list[_Plan] = []
         reqs: list[Any] = []
-        info = self.shard.info() if any(sq.mode != "sparse" for sq in queries) else None
-        linked = self.linked(info) if info is not None else frozenset()
+        info = self.shard.info()
+        linked = self.linked(info) if any(sq.mode != "sparse" for sq in queries) else frozenset()
+        alone: dict[str, bool] = {}
         for i, sq in enumerate(queries):
-            plan = self._plan(info, linked, i, sq)
+            if sq.tenant not in alone:
+                alone[sq.tenant] = self.alone(info, sq.tenant)
+            plan = self._plan(info, linked, i, sq, alone[sq.tenant])
             if plan is None:
                 continue
             plans.append(plan)
@@ -385,26 +405,37 @@ class Generation:
             sq = queries[plan.slot]
             pts = (found[plan.first] if plan.found is None
                    else _merge(plan.found, sq.limit))
+            if plan.alone and any(_tenant(p) != sq.tenant for p in pts):
+                scoped = self._plan(info, linked, plan.slot, sq, False)
+                assert scoped is not None  # the same query planned with the condition
+                plan, pts = scoped, self._run(scoped, sq.limit)
             if plan.guarded and len(pts) < sq.limit:
                 pts = self.shard.query(build_request(
                     sq, tenant_filter(sq.tenant, sq.where), EXACT))
             out[plan.slot] = _scored(pts, sq.with_vectors)
         return out
 
+    def _run(self, plan: _Plan, limit: int) -> list[Any]:
+        """The points of one plan's requests, run on their own."""
+        if len(plan.requests) == 1:
+            return list(self.shard.query(plan.requests[0]))
+        return _merge([self.shard.query(r) for r in plan.requests], limit)
+
     def _plan(self, info: Any, linked: frozenset[str], slot: int,
-              sq: StoreQuery) -> _Plan | None:
-        """The Edge requests for one query (None: it cannot match anything)."""
-        if info is None or sq.mode == "sparse":
-            req = build_request(sq, tenant_filter(sq.tenant, sq.where), None)
-            return None if req is None else _Plan(slot, [req], False)
-        dp = self._dense_plan(info, linked, sq)
+              sq: StoreQuery, alone: bool) -> _Plan | None:
+        """The Edge requests for one query (None: it cannot match anything);
+        ``alone``: without the tenant condition (see :meth:`alone`)."""
+        if sq.mode == "sparse":
+            req = build_request(sq, scoped_filter(sq.tenant, sq.where, alone), None)
+            return None if req is None else _Plan(slot, [req], False, alone)
+        dp = self._dense_plan(info, linked, sq, alone)
         # a score threshold makes short answers legitimate: no exact re-run then
         guarded = dp.guarded and sq.score_threshold is None
         if dp.kind == "split":  # one walk per value, merged by score
-            return _Plan(slot, [build_request(sq, tenant_filter(sq.tenant, part), dp.params)
-                                for part in dp.parts], guarded)
-        req = build_request(sq, tenant_filter(sq.tenant, sq.where), dp.params)
-        return None if req is None else _Plan(slot, [req], guarded)
+            return _Plan(slot, [build_request(sq, scoped_filter(sq.tenant, part, alone),
+                                              dp.params) for part in dp.parts], guarded, alone)
+        req = build_request(sq, scoped_filter(sq.tenant, sq.where, alone), dp.params)
+        return None if req is None else _Plan(slot, [req], guarded, alone)
 
 
 @dataclass
@@ -416,16 +447,24 @@ class _Plan:
     slot: int
     requests: list[Any]
     guarded: bool
+    alone: bool  # without the tenant condition (Generation.alone)
     first: int = 0  # the position of a single request in the shard's batch
     found: list[list[Any]] | None = None  # the answers of per-value walks
+
+
+def _tenant(p: Any) -> Any:
+    return (p.payload or {}).get(TENANT)
 
 
 def _record(p: Any, with_vector: bool = False) -> Record:
     pl = p.payload or {}
     emb = None
-    if with_vector and p.vector is not None:
-        v = p.vector[VECTOR] if isinstance(p.vector, dict) else p.vector
-        emb = np.asarray(v, dtype=np.float32) * np.float32(pl.get("norm", 1.0))
+    # the binding converts p.vector at each access (~10 us for 384-d); fromiter reads
+    # the list at ~8 us where asarray took ~13 (values alike: Edge's float32s)
+    vector = p.vector if with_vector else None
+    if vector is not None:
+        v = vector[VECTOR] if isinstance(vector, dict) else vector
+        emb = np.fromiter(v, dtype=np.float32, count=len(v)) * np.float32(pl.get("norm", 1.0))
     return Record(pl.get("doc_id", str(p.id)), pl.get("text", ""),
                   pl.get("metadata") or {}, emb, pl.get("tenant", "default"))
 

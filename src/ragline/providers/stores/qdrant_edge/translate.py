@@ -36,3 +36,11 @@ def to_edge(f: dict[str, Any]) -> Any:
 
 def tenant_filter(tenant: str, where: Node | None) -> Any:
     return to_edge(common.tenant_filter(tenant, where))
+
+
+def scoped_filter(tenant: str, where: Node | None, alone: bool) -> Any:
+    """:func:`tenant_filter`, or ``where`` alone (None without one) when every point of
+    the shard is ``tenant``'s (``alone``): the two select the same points then."""
+    if not alone:
+        return tenant_filter(tenant, where)
+    return None if where is None else to_edge({"must": [common.to_condition(where)]})
