@@ -3,6 +3,10 @@ third-party plugin that appears without any change to ragline's code."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -91,6 +95,45 @@ def test_a_third_party_plugin_appears_without_code_changes(acme: None) -> None:
     assert "no pydantic 'Config'" in problems[("rerankers", "acme-not-a-provider")]["reason"]
     assert "acme-broken" not in registry.names("stores")
     assert "qdrant-edge" in registry.names("stores")
+
+
+def test_has_imports_only_the_provider_asked_for_and_refuses_broken_ones(acme: None) -> None:
+    assert registry.has("embedders", "acme-hash")
+    assert not registry.has("stores", "acme-broken")  # its module is missing
+    assert not registry.has("rerankers", "acme-not-a-provider")
+    assert not registry.has("stores", "nope") and not registry.has("widgets", "x")
+    listing = registry.describe()  # the failures are listed, once each
+    assert sorted(e["name"] for e in listing["errors"]) == ["acme-broken",
+                                                            "acme-not-a-provider"]
+
+
+SDKS = ("openai", "qdrant_client", "psycopg", "chromadb")
+
+
+def test_a_process_that_uses_the_embedded_store_imports_no_other_sdk(tmp_path: Path) -> None:
+    """A server or CLI command on the defaults imports neither the SDKs of the other
+    stores nor OpenAI's (those imports were most of a server's start-up time), and
+    listing the providers still finds every one of them."""
+    code = textwrap.dedent(f"""
+        import json, sys
+        import ragline.cli.main, ragline.api.app
+        from ragline.providers.registry import registry
+        from ragline.providers.retry import classify
+        sdks = {SDKS!r}
+        registry.build("stores", "qdrant-edge", {{"path": {str(tmp_path)!r}}})
+        assert registry.has("embedders", "local") and registry.has("rerankers", "cross-encoder")
+        assert classify(ValueError("x")) is None
+        before = [m for m in sdks if m in sys.modules]
+        names = {{k: registry.names(k) for k in ("stores", "embedders")}}
+        after = [m for m in sdks if m in sys.modules]
+        print(json.dumps([before, after, "qdrant" in names["stores"],
+                          "openai" in names["embedders"]]))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    before, after, *listed = json.loads(out)
+    assert before == [] and listed == [True, True]
+    assert {"openai", "qdrant_client", "psycopg"} <= set(after)  # they load when listed
 
 
 def test_allow_list_keeps_unlisted_plugins_out_but_never_builtins(acme: None) -> None:

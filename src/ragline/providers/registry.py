@@ -49,15 +49,19 @@ def _kind(word: str) -> str:
 
 
 class Registry:
-    """Maps (kind, name) to a provider class, loading entry points lazily."""
+    """Maps (kind, name) to a provider class, loading each entry point when it is first
+    asked for: a server using the embedded store and the local embedder never imports
+    the Qdrant, PostgreSQL or OpenAI SDKs (loading every entry point at start cost a
+    server ~2.5 s, most of its start-up). Listing a kind loads all of that kind."""
 
     def __init__(self) -> None:
         self._registered: dict[str, dict[str, type[Any]]] = {k: {} for k in KINDS}
         self._classes: dict[str, dict[str, type[Any]]] = {k: {} for k in KINDS}
-        self._errors: list[PluginProblem] = []
+        self._eps: dict[str, dict[str, tuple[EntryPoint, str | None]]] = {k: {} for k in KINDS}
+        self._failed: dict[tuple[str, str], PluginProblem] = {}
         self._skipped: list[PluginProblem] = []
         self._allow: frozenset[str] | None = None
-        self._loaded = False
+        self._loaded = False  # the entry points have been read (not imported)
         self._lock = threading.RLock()
 
     # -- configuration -------------------------------------------------------------------
@@ -88,40 +92,58 @@ class Registry:
                 return True
         return False
 
-    def _load_entry_points(self) -> None:
+    def _read_entry_points(self) -> None:
+        """Which entry points there are and which may load; none is imported here."""
         if self._loaded:
             return
         with self._lock:
             if self._loaded:
                 return
-            classes: dict[str, dict[str, type[Any]]] = {k: {} for k in KINDS}
-            errors: list[PluginProblem] = []
+            eps: dict[str, dict[str, tuple[EntryPoint, str | None]]] = {k: {} for k in KINDS}
             skipped: list[PluginProblem] = []
             for kind in KINDS:
+                seen: set[str] = set()
                 for ep in entry_points(group=f"ragline.{kind}"):
                     dist = ep.dist.name if ep.dist is not None else None
-                    if ep.name in classes[kind]:
+                    if ep.name in seen:
                         continue  # the first distribution on sys.path wins, as for imports
+                    seen.add(ep.name)
                     if not self._allowed(kind, ep, dist):
                         skipped.append(PluginProblem(kind, ep.name, dist,
                                                      "not in RAGLINE_PROVIDERS_ALLOW"))
                         continue
-                    try:
-                        cls = ep.load()
-                    except Exception as exc:  # a broken plugin must not take the server down
-                        log.warning("could not load %s provider %r: %s", kind, ep.name, exc)
-                        errors.append(PluginProblem(kind, ep.name, dist,
-                                                    f"import failed: {type(exc).__name__}: "
-                                                    f"{exc}"))
-                        continue
-                    problem = _not_a_provider(kind, cls)
-                    if problem:
-                        log.warning("%s provider %r is not usable: %s", kind, ep.name, problem)
-                        errors.append(PluginProblem(kind, ep.name, dist, problem))
-                        continue
-                    classes[kind][ep.name] = cls
-            self._classes, self._errors, self._skipped = classes, errors, skipped
+                    eps[kind][ep.name] = (ep, dist)
+            self._eps, self._skipped = eps, skipped
+            self._classes = {k: {} for k in KINDS}
+            self._failed = {}
             self._loaded = True
+
+    def _load(self, kind: str, name: str) -> type[Any] | None:
+        """The class of entry point ``name`` of ``kind``, imported on first use; None when
+        there is none, it may not load, or it is broken (recorded, listed, never fatal)."""
+        self._read_entry_points()
+        with self._lock:
+            cls = self._classes[kind].get(name)
+            if cls is not None or (kind, name) in self._failed:
+                return cls
+            found = self._eps[kind].get(name)
+            if found is None:
+                return None
+            ep, dist = found
+            try:
+                loaded: type[Any] = ep.load()
+            except Exception as exc:  # a broken plugin must not take the server down
+                log.warning("could not load %s provider %r: %s", kind, name, exc)
+                self._failed[(kind, name)] = PluginProblem(
+                    kind, name, dist, f"import failed: {type(exc).__name__}: {exc}")
+                return None
+            problem = _not_a_provider(kind, loaded)
+            if problem:
+                log.warning("%s provider %r is not usable: %s", kind, name, problem)
+                self._failed[(kind, name)] = PluginProblem(kind, name, dist, problem)
+                return None
+            self._classes[kind][name] = loaded
+            return loaded
 
     # -- lookups -------------------------------------------------------------------------
     def register(self, kind: str, name: str, cls: type[Any]) -> None:
@@ -133,20 +155,25 @@ class Registry:
         self._registered.get(kind, {}).pop(name, None)
 
     def _all(self, kind: str) -> dict[str, type[Any]]:
-        self._load_entry_points()
+        self._read_entry_points()
+        for name in list(self._eps[kind]):
+            self._load(kind, name)
         return {**self._classes.get(kind, {}), **self._registered.get(kind, {})}
+
+    def has(self, kind: str, name: str) -> bool:
+        """Whether ``name`` is a usable provider of ``kind``, importing only that one."""
+        if kind not in self._registered:
+            return False
+        return name in self._registered[kind] or self._load(kind, name) is not None
 
     def get(self, kind: str, name: str) -> type[Any]:
         if kind not in self._registered:
             raise InvalidInput(f"Unknown provider kind '{kind}' (kinds: {', '.join(KINDS)})")
-        classes = self._all(kind)
-        try:
-            return classes[name]
-        except KeyError:
-            known = ", ".join(sorted(classes)) or "none"
-            raise InvalidInput(
-                f"Unknown {kind[:-1]} provider '{name}' (available: {known})"
-            ) from None
+        cls = self._registered[kind].get(name) or self._load(kind, name)
+        if cls is None:
+            known = ", ".join(sorted(self._all(kind))) or "none"
+            raise InvalidInput(f"Unknown {kind[:-1]} provider '{name}' (available: {known})")
+        return cls
 
     def config(self, kind: str, name: str, options: Mapping[str, Any]) -> ProviderConfig:
         """Validate ``options`` against the provider's own ``Config``.
@@ -186,8 +213,7 @@ class Registry:
         """Every kind that has a provider called ``name`` (``openai`` is an embedder and a
         chat model), or only ``kind``; none: :class:`ProviderNotFound`."""
         kinds = [_kind(kind)] if kind else list(KINDS)
-        found = [self.entry(k, name) for k in kinds if k in self._registered
-                 and name in self._all(k)]
+        found = [self.entry(k, name) for k in kinds if self.has(k, name)]
         if not found:
             raise ProviderNotFound(f"No provider '{name}'" + (f" of kind '{kind}'" if kind
                                                                else ""))
@@ -196,11 +222,10 @@ class Registry:
     def describe(self) -> dict[str, Any]:
         """Every provider by kind, with capabilities and schema, plus the plugins that did
         not load and why (for ``GET /api/providers``)."""
-        self._load_entry_points()
         out: dict[str, Any] = {"kinds": list(KINDS)}
         for kind in KINDS:
             out[kind] = [self.entry(kind, name) for name in sorted(self._all(kind))]
-        out["errors"] = [asdict(p) for p in self._errors]
+        out["errors"] = [asdict(p) for p in self._failed.values()]
         out["skipped"] = [asdict(p) for p in self._skipped]
         return out
 

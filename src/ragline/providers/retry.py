@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -25,7 +26,6 @@ from typing import TypeVar
 
 import httpx
 import httpx2
-import openai
 
 from ragline.client.transport import parse_retry_after
 from ragline.errors import ProviderError
@@ -63,13 +63,18 @@ class Failure:
 
 
 def classify(exc: BaseException) -> Failure | None:
-    """A Failure for errors of the HTTP/SDK layer; None for anything else (re-raised)."""
-    if isinstance(exc, openai.APIStatusError):
+    """A Failure for errors of the HTTP/SDK layer; None for anything else (re-raised).
+
+    The OpenAI SDK is looked up, not imported: an error of the SDK means a provider
+    loaded it, and importing it here cost every process ~0.9 s at start (every CLI
+    command, every server), whether or not an OpenAI-compatible provider was used."""
+    sdk = sys.modules.get("openai")
+    if sdk is not None and isinstance(exc, sdk.APIStatusError):
         status = exc.status_code
         body = exc.response.text[:300] if exc.response is not None else ""
         return Failure(status in RETRY_STATUS, f"HTTP {status}: {body}", status,
                        parse_retry_after(exc.response.headers.get("retry-after")))
-    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+    if sdk is not None and isinstance(exc, sdk.APIConnectionError):  # and APITimeoutError
         cause = exc.__cause__ or exc
         return Failure(True, f"{type(cause).__name__}: {cause}")
     if isinstance(exc, httpx.TransportError | httpx2.TransportError):

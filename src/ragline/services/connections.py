@@ -159,7 +159,7 @@ class ConnectionService:
     def add(self, cid: str, provider: str, options: dict[str, Any],
             kind: str = "stores") -> Connection:
         check_id(cid)
-        if kind == "embedders" and cid in registry.names("embedders"):
+        if kind == "embedders" and registry.has("embedders", cid):
             raise InvalidInput(f"Connection id '{cid}' is an embedder provider's name: "
                                "choose another")
         if cid == LOCAL or cid in self._configured:

@@ -49,7 +49,7 @@ class EmbedderPool:
 
     def _connection(self, provider: str) -> tuple[str, ProviderConfig] | None:
         """A named embedder connection (a registered provider name always wins)."""
-        if provider in registry.names("embedders"):
+        if registry.has("embedders", provider):
             return None
         return self.connections(provider)
 
@@ -58,7 +58,7 @@ class EmbedderPool:
         answers from memory, without a catalog read)."""
         if not provider:
             return False
-        if provider in self._loaded_names or provider in registry.names("embedders"):
+        if provider in self._loaded_names or registry.has("embedders", provider):
             return True
         return self._connection(provider) is not None
 

@@ -14,6 +14,8 @@ from ragline.errors import AuthenticationError
 from ragline.facade import Ragline
 
 TENANT_HEADER = "x-ragline-tenant"
+PRINCIPAL_STATE = "ragline_principal"
+"""Key under the ASGI scope's ``state`` where the HTTP transport leaves the caller."""
 
 
 def key_from_headers(headers: Mapping[str, str]) -> str | None:

@@ -24,6 +24,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from pydantic import Field
 
 from ragline import __version__
+from ragline.api.mcp_server.auth import PRINCIPAL_STATE
 from ragline.core.principal import Principal
 from ragline.errors import NotFound, RaglineError
 from ragline.facade import (
@@ -36,8 +37,6 @@ from ragline.facade import (
 
 T = TypeVar("T")
 
-PRINCIPAL_STATE = "ragline_principal"
-"""Key under the ASGI scope's ``state`` where the HTTP transport leaves the caller."""
 
 INSTRUCTIONS = (
     "ragline is a retrieval backend. Use list_collections to see what can be searched, "
