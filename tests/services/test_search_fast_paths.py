@@ -67,3 +67,50 @@ def test_check_vector_accepts_number_subclasses_and_refuses_the_rest() -> None:
         check_vector([None, 1.0], "the query embedding")
     with pytest.raises(InvalidInput, match="NaN or infinite"):
         check_vector([1.0, float("nan")], "the query embedding")
+
+
+def _reference_check(raw: list[Any], where: str) -> np.ndarray:
+    """check_vector's numeric checks as they were written before they were fused."""
+    f32max = float(np.finfo(np.float32).max)
+    vec = np.asarray(raw, dtype=np.float64)
+    if not np.all(np.isfinite(vec)):
+        raise InvalidInput(f"Invalid embedding format for {where}: embedding contains NaN "
+                           "or infinite values")
+    if np.any(np.abs(vec) > f32max):
+        raise InvalidInput(f"Invalid embedding format for {where}: a value is outside the "
+                           f"float32 range (largest magnitude {f32max:.6g})")
+    if not np.any(vec):
+        raise InvalidInput(f"Invalid embedding format for {where}: embedding is all zeros, "
+                           "which has no direction for cosine similarity")
+    vec32 = vec.astype(np.float32)
+    norm = float(np.linalg.norm(vec32))
+    if not np.any(vec32) or norm == 0.0 or not np.isfinite(norm):
+        raise InvalidInput(f"Invalid embedding format for {where}: its values are too small "
+                           "or too large to be stored as float32 with a usable length (they "
+                           "round to zero or overflow); scale the vector")
+    return vec32
+
+
+def _outcome(fn: Any, raw: list[Any]) -> tuple[str, Any]:
+    try:
+        return "ok", fn(raw, "the query embedding").tobytes()
+    except InvalidInput as exc:
+        return "refused", exc.message
+
+
+def test_the_fused_vector_checks_accept_and_refuse_as_the_separate_ones_did() -> None:
+    inf, nan, big = float("inf"), float("nan"), 3.0e38
+    cases: list[list[Any]] = [
+        [0.1, -0.2, 0.3], [1, 2, 3], [0.0, 0.0, 1e-3], [big, 1.0], [-big, 0.0],
+        [nan, 1.0], [1.0, inf], [-inf, 0.0], [nan, inf], [1e39, 1.0], [1e39, nan],
+        [0.0, 0.0, 0.0], [0, 0], [-0.0, 0.0], [1e-50, 1e-50], [1e-30, 1e-30, 0.0],
+        [big, big, big], [1e-45, 0.0], [1e-300, 1.0], [1e308, 1.0],
+    ]
+    rng = np.random.default_rng(3)
+    for _ in range(300):  # random vectors across the float32 range, some spoiled
+        v = (rng.normal(size=8) * 10.0 ** rng.integers(-50, 40)).tolist()
+        if rng.random() < 0.2:
+            v[int(rng.integers(8))] = rng.choice([nan, inf, -inf, 0.0, 1e39])
+        cases.append(v)
+    for raw in cases:
+        assert _outcome(check_vector, raw) == _outcome(_reference_check, raw), raw

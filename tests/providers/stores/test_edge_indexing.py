@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 import pytest
+import qdrant_edge as q
 
 from ragline.core.filters import Eq, In, Node, Range
 from ragline.core.ids import point_id
@@ -769,5 +770,52 @@ def test_a_shard_is_one_tenants_again_once_the_others_points_are_deleted(
     assert store.delete_ids("k", "b", [f"b{i}" for i in range(100)]) == 100
     assert not gen.alone(gen.shard.info(), "a")  # b's points written since the build
     assert store.delete_where("k", "b", None) == 100
+    assert gen.alone(gen.shard.info(), "a") and not gen.alone(gen.shard.info(), "b")
+    store.close()
+
+
+def test_counts_stay_exact_through_overwrites_deletes_and_builds(tmp_path: Path) -> None:
+    """An unfiltered count on a one-tenant shard is the shard's point count (no walk over
+    every point): it must equal the exact count, and the true one, after every kind of
+    write, before and after a build, and while another tenant has points there."""
+    store = _store(tmp_path, shard_processes=False)
+    store.create_shard("k", DIM)
+    vecs, metas = _data(1500, seed=9)
+    rng = np.random.default_rng(9)
+    have: dict[str, set[str]] = {"a": set(), "b": set()}
+
+    def write(tenant: str, ids: list[int]) -> None:
+        store.upsert("k", [Record(f"{tenant}{i}", "t", metas[i], vecs[i], tenant=tenant)
+                           for i in ids])
+        have[tenant] |= {f"{tenant}{i}" for i in ids}
+
+    def check() -> None:
+        gen = store._shards["k"].gen  # a build swaps the generation
+        for tenant in have:
+            exact = int(gen.shard.count(q.CountRequest(
+                filter=q.Filter(must=[q.FieldCondition("tenant", match=q.MatchValue(tenant))]),
+                exact=True)))
+            assert store.count("k", tenant, None) == exact == len(have[tenant])
+            assert store.list_page("k", tenant, None, 5, 0).total == len(have[tenant])
+
+    write("a", list(range(1000)))
+    check()
+    write("a", [int(i) for i in rng.integers(0, 1000, 300)])  # overwrites
+    check()
+    assert store.build_index("k")
+    write("a", list(range(900, 1200)))  # overwrites of built points, and new ones
+    check()
+    gone = [f"a{i}" for i in range(0, 1200, 7)]
+    assert store.delete_ids("k", "a", gone) == len(gone)
+    have["a"] -= set(gone)
+    check()
+    write("b", list(range(50)))  # another tenant: the exact count answers
+    check()
+    assert store.delete_where("k", "b", None) == 50
+    have["b"].clear()
+    check()
+    assert store.build_index("k")
+    check()
+    gen = store._shards["k"].gen
     assert gen.alone(gen.shard.info(), "a") and not gen.alone(gen.shard.info(), "b")
     store.close()

@@ -23,9 +23,15 @@ collection_router = APIRouter(tags=["search"], route_class=FastJSONRoute)
 
 
 def _request(body: VectorSearch, collection: str | None) -> SearchRequest:
-    fields = body.model_dump(exclude=set(BOOK_FILTERS) | {"collection"})
-    filters = {k: getattr(body, k) for k in BOOK_FILTERS if hasattr(body, k)}
+    fields = body.model_dump(exclude=_NOT_FIELDS)
+    # the model's fields, not hasattr: a missing attribute of a pydantic model raises
+    # inside __getattr__, ~3 us for each of the book filters on every collection search
+    declared = type(body).model_fields
+    filters = {k: getattr(body, k) for k in BOOK_FILTERS if k in declared}
     return SearchRequest(collection=collection, filters=filters, **fields)
+
+
+_NOT_FIELDS: set[str] = {*BOOK_FILTERS, "collection"}  # read only (pydantic wants a set)
 
 
 def _hit(h: SearchHit) -> dict[str, Any]:

@@ -325,12 +325,20 @@ class Generation:
         return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
 
     def count(self, tenant: str, where: Node | None) -> int:
+        """The tenant's points matching ``where``. Unfiltered on a shard whose points are
+        all the tenant's (:meth:`alone`), the shard's own point count: Edge's exact count
+        visits every point (7-10 ms at 100k, ten times that at 1M, on every collection
+        view, /info and documents page), its point count is kept per segment."""
+        if where is None:
+            info = self.shard.info()
+            if self.alone(info, tenant):
+                return int(info.points_count)
         return int(self.shard.count(q.CountRequest(filter=tenant_filter(tenant, where),
                                                     exact=True)))
 
     def list_page(self, tenant: str, where: Node | None, limit: int, offset: int) -> Page:
         flt = tenant_filter(tenant, where)
-        total = int(self.shard.count(q.CountRequest(filter=flt, exact=True)))
+        total = self.count(tenant, where)
         if limit <= 0 or offset >= total:
             return Page([], total)
         cursor = None
