@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import shutil
+import subprocess
+import tarfile
 import threading
 import time
 from pathlib import Path
@@ -68,6 +72,12 @@ def test_backup_during_concurrent_writes_keeps_every_acknowledged_write(
         assert not errors and r.status_code == 200, r.text[:300]
         assert r.headers["content-type"] == "application/gzip"
         assert len(after) > len(before) or len(before) >= 40
+    with tarfile.open(fileobj=io.BytesIO(r.content), mode="r:gz") as tar:
+        members = tar.getmembers()
+    # Edge's preallocated files travel as their data ranges, not their zeros
+    sparse = [m for m in members if m.sparse]
+    assert sparse and all(m.name.startswith("./collections/") for m in sparse)
+    assert sum(m.size for m in members) > 10 * len(r.content)
     unpacked = tmp_path / "unpacked"
     unpack_archive(io.BytesIO(r.content), unpacked)
     # Edge preallocates sparse files; the backup keeps them sparse (no GBs of zeros)
@@ -140,9 +150,79 @@ def test_sparse_copy_keeps_holes_and_bytes(tmp_path: Path) -> None:
     assert copy.stat().st_blocks * 512 < 4 << 20  # holes stayed holes
 
 
-def test_unpack_refuses_paths_outside_the_root(tmp_path: Path) -> None:
-    import tarfile
+def _holey(path: Path) -> bytes:
+    """A file of 64 MiB apparent size with 8 KiB of data in three places."""
+    with open(path, "wb") as f:
+        f.write(b"head" * 1024)
+        f.seek(40 << 20)
+        f.write(b"middle" * 100)
+        f.seek(64 << 20)
+        f.write(b"tail")
+    return path.read_bytes()
 
+
+def test_archives_carry_sparse_files_as_their_data_ranges(tmp_path: Path) -> None:
+    from ragline.core.sparse import add_sparse
+
+    src = tmp_path / "src"
+    deep = src / ("nested-directory-" * 8) / "segment"  # names past ustar's 100 bytes
+    deep.mkdir(parents=True)
+    holey = _holey(deep / "vectors.bin")
+    (deep / "plain.json").write_text('{"a": 1}')
+    (src / "empty.bin").write_bytes(b"")
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
+        for path in (deep / "vectors.bin", deep / "plain.json", src / "empty.bin"):
+            add_sparse(tar, path, "./" + path.relative_to(src).as_posix())
+    assert len(buf.getvalue()) < 64 << 10  # the 64 MiB of holes are not in it
+    buf.seek(0)
+    out = tmp_path / "out"
+    unpack_archive(buf, out)
+    got = out / (deep / "vectors.bin").relative_to(src)
+    assert got.read_bytes() == holey
+    assert got.stat().st_blocks * 512 < 1 << 20  # holes again
+    assert (out / (deep / "plain.json").relative_to(src)).read_text() == '{"a": 1}'
+    assert (out / "empty.bin").read_bytes() == b""
+    if shutil.which("tar"):  # and the archive is a tar an operator's tools read
+        gnu = tmp_path / "gnu"
+        gnu.mkdir()
+        buf.seek(0)
+        subprocess.run(["tar", "xzf", "-", "-C", str(gnu)], input=buf.getvalue(), check=True)
+        assert (gnu / got.relative_to(out)).read_bytes() == holey
+
+
+def test_unpack_refuses_a_sparse_map_outside_its_file(tmp_path: Path) -> None:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        body = b"1\n100\n4\n".ljust(512, b"\0") + b"data"
+        info = tarfile.TarInfo("GNUSparseFile.0/x.bin")
+        info.size = len(body)
+        info.pax_headers = {"GNU.sparse.major": "1", "GNU.sparse.minor": "0",
+                            "GNU.sparse.name": "x.bin", "GNU.sparse.realsize": "50"}
+        tar.addfile(info, io.BytesIO(body))
+    buf.seek(0)
+    with pytest.raises(InvalidInput, match=r"damaged or truncated \(at x\.bin: the sparse map"):
+        unpack_archive(buf, tmp_path / "out")
+
+
+@pytest.mark.parametrize("cut", [0.3, 0.6, 0.95])
+def test_unpack_of_a_truncated_archive_says_so(tmp_path: Path, cut: float) -> None:
+    from ragline.core.sparse import add_sparse
+
+    (tmp_path / "src").mkdir()
+    for i in range(3):
+        _holey(tmp_path / "src" / f"f{i}.bin")
+        (tmp_path / "src" / f"g{i}.bin").write_bytes(os.urandom(20_000))
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
+        for p in sorted((tmp_path / "src").iterdir()):
+            add_sparse(tar, p, f"./{p.name}")
+    data = buf.getvalue()
+    with pytest.raises(InvalidInput, match="damaged or truncated"):
+        unpack_archive(io.BytesIO(data[: int(len(data) * cut)]), tmp_path / "out")
+
+
+def test_unpack_refuses_paths_outside_the_root(tmp_path: Path) -> None:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
         info = tarfile.TarInfo("../evil.txt")

@@ -29,12 +29,13 @@ import shutil
 import tarfile
 import tempfile
 import time
+import zlib
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from ragline import __version__
 from ragline.catalog.sqlite import Catalog, now_iso
-from ragline.core.sparse import copy_sparse, write_sparse
+from ragline.core.sparse import add_sparse, copy_sparse, extract_sparse
 from ragline.datadir import FORMAT_VERSION, read_version, write_version
 from ragline.errors import DataDirNotEmpty, DataFormatError, InvalidInput, StoreError
 from ragline.providers.stores.base import VectorStore
@@ -92,39 +93,62 @@ class BackupService:
     def backup_archive(self, workdir: Path) -> Path:
         """A backup packed as one .tar.gz under ``workdir`` (for the HTTP endpoint).
 
-        gzip level 1: the shards' sparse files are mostly zeros, which it shrinks
-        cheaply; :func:`unpack_archive` turns them back into holes.
+        The shards' preallocated sparse files go in as GNU sparse members (their
+        data ranges and a map; :func:`~ragline.core.sparse.add_sparse`), so the
+        archive holds no runs of zeros to read and compress; gzip level 1.
         """
         snap = workdir / "backup"
         self.backup(snap)
         archive = workdir / "ragline-backup.tar.gz"
-        with tarfile.open(archive, "w:gz", compresslevel=1) as tar:
-            tar.add(snap, arcname=".")
+        with tarfile.open(archive, "w:gz", compresslevel=1,
+                          format=tarfile.PAX_FORMAT) as tar:
+            _add_tree(tar, snap)
         shutil.rmtree(snap, ignore_errors=True)
         return archive
 
 
+def _add_tree(tar: tarfile.TarFile, root: Path) -> None:
+    """Every directory and regular file under ``root``, in a stable order, named
+    relative to it (``./...``); sparse files as sparse members."""
+    tar.add(root, arcname=".", recursive=False)
+    for here, dirs, files in os.walk(root):
+        dirs.sort()
+        rel = Path(here).relative_to(root)
+        for d in dirs:
+            tar.add(Path(here) / d, arcname=f"./{(rel / d).as_posix()}", recursive=False)
+        for name in sorted(files):
+            path = Path(here) / name
+            if not path.is_file() or path.is_symlink():
+                raise StoreError("The backup holds something other than files")
+            add_sparse(tar, path, f"./{(rel / name).as_posix()}")
+
+
 def unpack_archive(archive: BinaryIO, dest: Path) -> None:
     """Unpack a backup tar (stream) into ``dest``: regular files and directories only,
-    no path leaving ``dest``, zero runs written as holes (sparse, like the original)."""
+    no path leaving ``dest``, sparse members' data ranges only and other files' zero runs
+    as holes (sparse, like the original). A damaged or truncated archive is an
+    :class:`InvalidInput` naming the member it broke in, not a tarfile traceback."""
     dest.mkdir(parents=True, exist_ok=True)
     root = dest.resolve()
-    with tarfile.open(fileobj=archive, mode="r|*") as tar:
-        for member in tar:
-            target = (dest / member.name).resolve()
-            if target != root and root not in target.parents:
-                raise InvalidInput("The backup archive has a path outside its root")
-            if member.isdir():
-                target.mkdir(parents=True, exist_ok=True)
-            elif member.isfile():
-                target.parent.mkdir(parents=True, exist_ok=True)
-                src = tar.extractfile(member)
-                assert src is not None
-                with open(target, "wb") as out:
-                    write_sparse(src, out, member.size)
-                    out.truncate(member.size)
-            else:
-                raise InvalidInput("The backup archive holds something other than files")
+    where = "its start"
+    try:
+        with tarfile.open(fileobj=archive, mode="r|*") as tar:
+            for member in tar:
+                where = member.name
+                target = (dest / member.name).resolve()
+                if target != root and root not in target.parents:
+                    raise InvalidInput("The backup archive has a path outside its root")
+                if member.isdir():
+                    target.mkdir(parents=True, exist_ok=True)
+                elif member.isfile():
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    with open(target, "wb") as out:
+                        extract_sparse(tar, member, out)
+                else:
+                    raise InvalidInput("The backup archive holds something other than files")
+    except (tarfile.TarError, EOFError, zlib.error, ValueError) as exc:
+        raise InvalidInput(f"The backup archive is damaged or truncated (at {where}: "
+                           f"{exc})") from exc
 
 
 def check_backup(src: Path) -> dict[str, Any]:
