@@ -9,7 +9,6 @@ and no internal path or exception text reaches the body.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 from ragline import __version__
 from ragline.core.types import CollectionInfo
+from ragline.core.usage import UsageCache
 from ragline.providers.base import Health
 from ragline.providers.registry import registry
 from ragline.providers.stores.base import VectorStore
@@ -27,21 +27,6 @@ from ragline.services.indexing import IndexingService
 from ragline.services.retrieval import RetrievalService
 
 log = logging.getLogger(__name__)
-
-
-def disk_usage(path: Path) -> int:
-    """Bytes really allocated under ``path`` (stores preallocate sparse files, so
-    ``st_size`` overstates). Directories and files that vanish while walking (a shard
-    dropped by a concurrent empty) are skipped: ``os.walk`` ignores listing errors,
-    where ``Path.rglob`` raised and made ``/info`` a 500 (issue 10)."""
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(root, name)).st_blocks * 512
-            except OSError:
-                continue
-    return total
 
 
 class OperationsService:
@@ -59,6 +44,7 @@ class OperationsService:
         self.retrieval = retrieval
         self.reranker = reranker
         self.catalog = catalog  # backend and schema version, for /info
+        self.usage = UsageCache(data_dir)  # /health and /info: at most one walk per 5 s
 
     def health(self) -> dict[str, Any]:
         try:
@@ -74,7 +60,7 @@ class OperationsService:
         }
         try:
             body["collections"] = len(self.collections.all())
-            body["storage_bytes"] = disk_usage(self.data_dir)
+            body["storage_bytes"] = self.usage.get()
         except Exception:  # health must answer even when the catalog does not
             log.exception("catalog health check failed")
             body["status"] = "degraded"
@@ -105,7 +91,7 @@ class OperationsService:
                          "size_bytes": size, "embedding_provider": c.embedding_provider,
                          "embedding_model": c.embedding_model})
         return {"version": __version__, "collections": cols, "total_documents": total,
-                "storage_bytes": disk_usage(self.data_dir),
+                "storage_bytes": self.usage.get(),
                 **self._embedding_cache(),
                 "search_batching": self.retrieval.batching_stats(),
                 "indexing": self._indexing_stats(), "catalog": self.catalog}

@@ -95,28 +95,6 @@ def test_runtime_settings_apply_to_new_and_existing_shards(tmp_path: Path) -> No
     s2.close()
 
 
-def test_disk_usage_ignores_files_that_vanish_while_counting(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A shard dropped in the background while /info counts it must not make /info fail."""
-    import os
-
-    from ragline.providers.stores.qdrant_edge import provider
-
-    (tmp_path / "seg").mkdir()
-    (tmp_path / "seg" / "kept").write_bytes(b"x" * 10_000)
-    (tmp_path / "seg" / "gone").write_bytes(b"x" * 10_000)
-    real_stat = os.stat
-
-    def stat(p: str, *a: object, **k: object) -> os.stat_result:
-        if str(p).endswith("gone"):
-            raise FileNotFoundError(p)
-        return real_stat(p)
-
-    monkeypatch.setattr(os, "stat", stat)
-    assert provider.disk_usage(tmp_path) == real_stat(tmp_path / "seg" / "kept").st_blocks * 512
-    assert provider.disk_usage(tmp_path / "missing") == 0
-
-
 def test_a_shard_process_serves_the_shard_and_its_errors_keep_their_type(
         tmp_path: Path) -> None:
     """With shard processes on, Edge runs in a process of its own; errors raised

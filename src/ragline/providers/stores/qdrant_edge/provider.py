@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import shutil
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -35,6 +34,7 @@ from ragline.core.filters import Node
 from ragline.core.ids import point_id
 from ragline.core.sparse import copy_tree_sparse
 from ragline.core.types import Page, Record, Scalar, ScoredRecord, StoreQuery
+from ragline.core.usage import UsageCache
 from ragline.errors import ShardGone, StoreError
 from ragline.observability.memory import release_freed_memory
 from ragline.providers.base import Health, ProviderConfig, config_schema
@@ -62,7 +62,6 @@ __all__ = [
     "QdrantEdgeConfig",
     "QdrantEdgeStore",
     "base_index_params",
-    "disk_usage",
     "index_memory",
     "index_params",
 ]
@@ -224,6 +223,8 @@ class QdrantEdgeStore:
         self.root.mkdir(parents=True, exist_ok=True)
         self._shards: dict[str, _Shard] = {}
         self._open_lock = threading.Lock()
+        self._usage = UsageCache(self.root)  # health's storage_bytes: one walk per 5 s
+        self._sizes: dict[str, UsageCache] = {}  # size_bytes per shard, likewise
         self.last_build: dict[str, float] = {}  # timings of the last background build
         self.last_phases: dict[str, float] = {}  # when each of its steps began (monotonic)
         if config.shard_processes:
@@ -377,6 +378,7 @@ class QdrantEdgeStore:
         path = self._dir(key)
         with self._open_lock:
             sh = self._shards.pop(key, None)
+            self._sizes.pop(key, None)
             # without its marker the shard can no longer be (re)opened by a racing reader
             (path / "ragline_dim").unlink(missing_ok=True)
         if sh is not None:
@@ -588,10 +590,14 @@ class QdrantEdgeStore:
 
     # -- housekeeping ------------------------------------------------------------
     def size_bytes(self, key: str) -> int:
+        """Bytes the shard holds on disk, at most 5 s old (``/info`` asks for every shard)."""
         path = self._dir(key)
         if not path.exists():
             return 0
-        return disk_usage(path)
+        cache = self._sizes.get(key)
+        if cache is None:
+            cache = self._sizes.setdefault(key, UsageCache(path))
+        return cache.get()
 
     def optimize(self, key: str) -> bool:
         """Optimize in this process, holding the GIL throughout: for ``ragline optimize``
@@ -637,24 +643,9 @@ class QdrantEdgeStore:
             probe.unlink()
             return Health.now("ok", {"engine": "qdrant-edge", "open_shards": len(self._shards),
                                      "collection_count": len(self.shard_keys()),
-                                     "storage_bytes": disk_usage(self.root)})
+                                     "storage_bytes": self._usage.get()})
         except OSError as exc:  # the reason, never the server's path
             return Health.now("down", {"engine": "qdrant-edge"},
                               error=f"the data directory is not writable ({exc.strerror})")
 
 
-def disk_usage(path: Path) -> int:
-    """Bytes really allocated (Edge preallocates sparse 32 MiB files; st_size overstates).
-
-    Files and folders that vanish while they are counted (a shard dropped in the
-    background after an empty or delete) count as nothing: ``/info`` and
-    ``/health`` must not fail because of a concurrent drop.
-    """
-    total = 0
-    for root, _dirs, files in os.walk(path):  # os.walk skips folders that vanish
-        for name in files:
-            try:
-                total += os.stat(os.path.join(root, name)).st_blocks * 512
-            except FileNotFoundError:
-                continue
-    return total

@@ -1,0 +1,91 @@
+"""``GET /health`` and ``GET /info`` on a data directory of many collections, two checkouts.
+
+Both report ``storage_bytes``, the bytes allocated under the data directory, which is a
+walk of every file (Qdrant Edge keeps ~70 in a shard). The data directory is built once
+(``--collections`` collections of 10 small documents each); each round starts a server of
+each checkout in turn (order alternating by round) on it, warms each read 5 times, then
+times ``--n`` of each over one connection, one after another as a load balancer's probes
+come. Printed: the median of the rounds' p50s per checkout and their ratio::
+
+    git worktree add /tmp/base <commit>
+    python benchmarks/bench_health.py --compare-src /tmp/base --collections 300
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_scale import ROOT, Server
+
+READS = {"GET /health": "/health", "GET /info": "/info"}
+
+
+def build(data: Path, collections: int) -> None:
+    from ragline.facade import DocumentInput, Ragline
+    from ragline.settings import Settings
+
+    with Ragline(Settings(data_dir=data, _env_file=None)) as rl:  # type: ignore[call-arg]
+        me = rl.owner()
+        for c in range(collections):
+            rl.create_collection(me, f"c{c}")
+            rl.add_documents(me, f"c{c}", [
+                DocumentInput(id=f"d{i}", text=f"document {i}", metadata={"i": i},
+                              embedding=[1.0, float(i), float(c % 7), 0.5])
+                for i in range(10)])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--compare-src", type=Path, required=True)
+    ap.add_argument("--collections", type=int, default=300)
+    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--n", type=int, default=50)
+    args = ap.parse_args()
+    scratch = Path(tempfile.mkdtemp(prefix="bench-health-"))
+    try:
+        data = scratch / "data"
+        t = time.perf_counter()
+        build(data, args.collections)
+        files = sum(1 for p in data.rglob("*") if p.is_file())
+        print(f"{args.collections} collections, {files} files, built in "
+              f"{time.perf_counter() - t:.0f} s")
+        env = {"RAGLINE_AUTH": "off", "RAGLINE_BACKGROUND_INDEXING": "false"}
+        trees = [ROOT, args.compare_src]
+        p50s: dict[Path, dict[str, list[float]]] = {t: {r: [] for r in READS} for t in trees}
+        for r in range(args.rounds):
+            for tree in (trees if r % 2 == 0 else trees[::-1]):
+                srv = Server(tree, sys.executable, data, env)
+                try:
+                    conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=600)
+                    for name, path in READS.items():
+                        for _ in range(5):
+                            srv.request("GET", path, None, conn)
+                        times = []
+                        for _ in range(args.n):
+                            t0 = time.perf_counter()
+                            status, body = srv.request("GET", path, None, conn)
+                            times.append((time.perf_counter() - t0) * 1000)
+                            if status != 200:
+                                raise RuntimeError(f"{path}: {status} {body[:200]!r}")
+                        p50s[tree][name].append(statistics.median(times))
+                finally:
+                    srv.stop()
+        print(f"| read | this tree p50 ms | {args.compare_src} p50 ms | ratio |")
+        print("|---|---:|---:|---:|")
+        for name in READS:
+            a, b = (statistics.median(p50s[t][name]) for t in trees)
+            print(f"| {name} | {a:.2f} | {b:.2f} | x{a / b:.2f} |")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
