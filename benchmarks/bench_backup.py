@@ -55,7 +55,7 @@ def build(data: Path, collections: int, docs: int, big: int) -> None:
     from ragline.settings import Settings
 
     rng = np.random.default_rng(7)
-    with Ragline(Settings(data_dir=data, _env_file=None)) as rl:  # type: ignore[call-arg]
+    with Ragline(Settings(data_dir=data, _env_file=None)) as rl:
         me = rl.owner()
         sizes = {f"small-{i}": docs for i in range(collections)} | {"big": big}
         for name, n in sizes.items():

@@ -14,16 +14,15 @@ come. Printed: the median of the rounds' p50s per checkout and their ratio::
 from __future__ import annotations
 
 import argparse
-import http.client
 import shutil
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_scale import ROOT, Server
+from bench_scale import ROOT
+from bench_stats_reads import compare_reads
 
 READS = {"GET /health": "/health", "GET /info": "/info"}
 
@@ -32,7 +31,7 @@ def build(data: Path, collections: int) -> None:
     from ragline.facade import DocumentInput, Ragline
     from ragline.settings import Settings
 
-    with Ragline(Settings(data_dir=data, _env_file=None)) as rl:  # type: ignore[call-arg]
+    with Ragline(Settings(data_dir=data, _env_file=None)) as rl:
         me = rl.owner()
         for c in range(collections):
             rl.create_collection(me, f"c{c}")
@@ -58,31 +57,7 @@ def main() -> None:
         print(f"{args.collections} collections, {files} files, built in "
               f"{time.perf_counter() - t:.0f} s")
         env = {"RAGLINE_AUTH": "off", "RAGLINE_BACKGROUND_INDEXING": "false"}
-        trees = [ROOT, args.compare_src]
-        p50s: dict[Path, dict[str, list[float]]] = {t: {r: [] for r in READS} for t in trees}
-        for r in range(args.rounds):
-            for tree in (trees if r % 2 == 0 else trees[::-1]):
-                srv = Server(tree, sys.executable, data, env)
-                try:
-                    conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=600)
-                    for name, path in READS.items():
-                        for _ in range(5):
-                            srv.request("GET", path, None, conn)
-                        times = []
-                        for _ in range(args.n):
-                            t0 = time.perf_counter()
-                            status, body = srv.request("GET", path, None, conn)
-                            times.append((time.perf_counter() - t0) * 1000)
-                            if status != 200:
-                                raise RuntimeError(f"{path}: {status} {body[:200]!r}")
-                        p50s[tree][name].append(statistics.median(times))
-                finally:
-                    srv.stop()
-        print(f"| read | this tree p50 ms | {args.compare_src} p50 ms | ratio |")
-        print("|---|---:|---:|---:|")
-        for name in READS:
-            a, b = (statistics.median(p50s[t][name]) for t in trees)
-            print(f"| {name} | {a:.2f} | {b:.2f} | x{a / b:.2f} |")
+        compare_reads([ROOT, args.compare_src], data, READS, args.rounds, 5, args.n, env)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

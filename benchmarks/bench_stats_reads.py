@@ -30,25 +30,22 @@ READS = {
 }
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("data_dir", type=Path, help="a bench_scale.py data directory")
-    ap.add_argument("--compare-src", type=Path, required=True)
-    ap.add_argument("--rounds", type=int, default=4)
-    args = ap.parse_args()
-    env = {"RAGLINE_AUTH": "off", "RAGLINE_BACKGROUND_INDEXING": "false"}
-    trees = [ROOT, args.compare_src]
-    p50s: dict[Path, dict[str, list[float]]] = {t: {r: [] for r in READS} for t in trees}
-    for r in range(args.rounds):
+def compare_reads(trees: list[Path], data_dir: Path, reads: dict[str, str], rounds: int,
+                  warm: int, n: int, env: dict[str, str]) -> None:
+    """Each round, a server of each tree in turn (order alternating) on ``data_dir``; each
+    read warmed ``warm`` times, then ``n`` timed over one connection. Prints the median of
+    the rounds' p50s per tree and their ratio (the first tree against the second)."""
+    p50s: dict[Path, dict[str, list[float]]] = {t: {r: [] for r in reads} for t in trees}
+    for r in range(rounds):
         for tree in (trees if r % 2 == 0 else trees[::-1]):
-            srv = Server(tree, sys.executable, args.data_dir, env)
+            srv = Server(tree, sys.executable, data_dir, env)
             try:
                 conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=600)
-                for name, path in READS.items():
-                    for _ in range(20):
+                for name, path in reads.items():
+                    for _ in range(warm):
                         srv.request("GET", path, None, conn)
                     times = []
-                    for _ in range(200):
+                    for _ in range(n):
                         t = time.perf_counter()
                         status, body = srv.request("GET", path, None, conn)
                         times.append((time.perf_counter() - t) * 1000)
@@ -57,11 +54,21 @@ def main() -> None:
                     p50s[tree][name].append(statistics.median(times))
             finally:
                 srv.stop()
-    print(f"| read | this tree p50 ms | {args.compare_src} p50 ms | ratio |")
+    print(f"| read | this tree p50 ms | {trees[1]} p50 ms | ratio |")
     print("|---|---:|---:|---:|")
-    for name in READS:
+    for name in reads:
         a, b = (statistics.median(p50s[t][name]) for t in trees)
         print(f"| {name} | {a:.2f} | {b:.2f} | x{a / b:.2f} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("data_dir", type=Path, help="a bench_scale.py data directory")
+    ap.add_argument("--compare-src", type=Path, required=True)
+    ap.add_argument("--rounds", type=int, default=4)
+    args = ap.parse_args()
+    env = {"RAGLINE_AUTH": "off", "RAGLINE_BACKGROUND_INDEXING": "false"}
+    compare_reads([ROOT, args.compare_src], args.data_dir, READS, args.rounds, 20, 200, env)
 
 
 if __name__ == "__main__":
