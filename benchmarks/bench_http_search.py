@@ -1,20 +1,24 @@
-"""End-to-end HTTP search latency and QPS with 100 concurrent connections.
+"""End-to-end HTTP search latency and QPS, swept over concurrency.
 
 Starts the real server (``ragline serve``) on a data directory that already holds a
-collection (e.g. the SciFact one made by ``ragline eval beir``) and drives it with
-``wrk`` (Debian package ``wrk``; a C load generator, so the client is not the
-bottleneck — an httpx client with 100 connections topped out near 55 QPS here).
-The server runs with the embedding cache off (``RAGLINE_EMBEDDING_CACHE_SIZE=0``)
-so every request pays for its query embedding, and the query texts are the real
-SciFact queries (1,109, mean 22 word pieces), cycled: an earlier version appended a
-request counter to make texts unique, which lengthened every query by ~6 word
-pieces. Three server configurations run in the same invocation, interleaved per
-repetition (a server per configuration and repetition): everything on (the default),
-embedding micro-batching off (``RAGLINE_EMBED_MAX_BATCH=1``, the baseline the issue
-asks for), and all coalescing off (also ``RAGLINE_SEARCH_MAX_BATCH=1``).
+collection (e.g. the SciFact one made by ``ragline eval beir``, or one made here with
+``--build-random-from``) and drives it with ``wrk`` (Debian package ``wrk``; a C load
+generator, so the client is not the bottleneck — an httpx client with 100 connections
+topped out near 55 QPS here). The server runs with the embedding cache off
+(``RAGLINE_EMBEDDING_CACHE_SIZE=0``) so every request pays for its query embedding, and
+the query texts are the real SciFact queries (1,109, mean 22 word pieces), cycled.
+
+Every point is one mode (``--modes``) at one number of connections (``--connections``,
+a comma-separated list: ``1,4,16,64,100`` is the issue-38 sweep) for one server
+configuration (``--configs``). Configurations run in the same invocation, interleaved
+per repetition (a server per configuration and repetition, every point of the sweep on
+it): ``on`` (the defaults), ``old_default`` (the embedding batcher's former 3 ms wait
+window), embedding micro-batching off (``RAGLINE_EMBED_MAX_BATCH=1``) and all
+coalescing off (also ``RAGLINE_SEARCH_MAX_BATCH=1``). The table gives the median over
+repetitions and, as the noise, the spread of QPS between repetitions of the same point.
 
     python benchmarks/bench_http_search.py --data-dir /tmp/evald --collection scifact \
-        --queries ../shared/data/beir/scifact/queries.jsonl
+        --queries ../shared/data/beir/scifact/queries.jsonl --connections 1,4,16,64,100
 """
 
 from __future__ import annotations
@@ -64,7 +68,8 @@ end
 
 
 def wrk(url: str, script: Path, conns: int, seconds: int) -> dict[str, float]:
-    out = subprocess.run(["wrk", "-t2", f"-c{conns}", f"-d{seconds}s", "--latency", "-s",
+    threads = min(2, conns)  # wrk needs a connection per thread
+    out = subprocess.run(["wrk", f"-t{threads}", f"-c{conns}", f"-d{seconds}s", "--latency", "-s",
                           str(script), url], capture_output=True, text=True, check=True).stdout
 
     def ms(p: int) -> float:
@@ -80,6 +85,8 @@ def wrk(url: str, script: Path, conns: int, seconds: int) -> dict[str, float]:
 
 CONFIGS = {
     "on": {},
+    # the defaults before issue 38: a lone query waited up to 3 ms for company
+    "old_default": {"RAGLINE_EMBED_MAX_WAIT_MS": "3"},
     "embed_batching_off": {"RAGLINE_EMBED_MAX_BATCH": "1", "RAGLINE_EMBED_MAX_WAIT_MS": "0"},
     "all_batching_off": {"RAGLINE_EMBED_MAX_BATCH": "1", "RAGLINE_EMBED_MAX_WAIT_MS": "0",
                          "RAGLINE_SEARCH_MAX_BATCH": "1"},
@@ -90,9 +97,10 @@ CONFIGS = {
 
 def run_once(args: argparse.Namespace, config: dict[str, str],
              queries: list[str]) -> dict[str, dict[str, float]]:
-    """One server, every mode: warm-up, then one measured wrk run per mode. A config
-    with ``BASELINE_SRC`` runs the server from that checkout (its ``src`` first on the
-    path, its own ``.venv`` python when it has one)."""
+    """One server, every point (``mode@connections``): a warm-up per mode, then one
+    measured wrk run per number of connections. A config with ``BASELINE_SRC`` runs the
+    server from that checkout (its ``src`` first on the path, its own ``.venv`` python
+    when it has one)."""
     config = dict(config)
     src = config.pop("BASELINE_SRC", None)
     extra: dict[str, str] = {}
@@ -115,8 +123,12 @@ def run_once(args: argparse.Namespace, config: dict[str, str],
                 base, _, flag = mode.partition("-")
                 flags = ', "relevance": false' if flag == "norel" else ""
                 script.write_text(LUA % (quoted, base, flags))
-                wrk(url, script, 10, 3)  # warm-up
-                out[mode] = wrk(url, script, args.connections, args.seconds)
+                # the first search loads the model: wait for it, outside any measurement
+                r = httpx.post(url, json={"query": "warm up", "mode": base}, timeout=300)
+                assert r.status_code == 200, r.text
+                wrk(url, script, 10, args.warmup)
+                for conns in args.conns:
+                    out[f"{mode}@{conns}"] = wrk(url, script, conns, args.seconds)
     finally:
         srv.stop()
     return out
@@ -163,8 +175,10 @@ def main() -> None:
     ap.add_argument("--queries", required=True)
     ap.add_argument("--modes", default="hybrid,dense,sparse", help="also sparse-norel: sparse "
                     "with \"relevance\": false")
-    ap.add_argument("--connections", type=int, default=100)
+    ap.add_argument("--connections", default="100", help="comma-separated: the sweep "
+                    "(1,4,16,64,100 for issue 38)")
     ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=3, help="seconds of warm-up per mode")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--configs", default=",".join(CONFIGS),
                     help=f"comma-separated subset of {', '.join(CONFIGS)}")
@@ -179,6 +193,7 @@ def main() -> None:
                     "baseline server (e.g. RAGLINE_MODELS_DIR where the first round looked for "
                     "its built embedding model)")
     args = ap.parse_args()
+    args.conns = [int(c) for c in args.connections.split(",")]
     baseline_env = dict(e.split("=", 1) for e in args.baseline_env)
     if args.baseline_src:
         CONFIGS["baseline"] = {"BASELINE_SRC": args.baseline_src, **baseline_env}
@@ -198,25 +213,41 @@ def main() -> None:
                for x in Path(args.queries).read_text().splitlines() if x.strip()]
     chosen = {c: CONFIGS[c] for c in args.configs.split(",")}
     reps: dict[str, list[dict[str, dict[str, float]]]] = {c: [] for c in chosen}
+    load = [os.getloadavg()[0]]
+    started = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
     for _ in range(args.reps):  # interleaved, so drift in machine load hits all alike
         for name, config in chosen.items():
             reps[name].append(run_once(args, config, queries))
-    res = {name: {mode: {k: statistics.median(r[mode][k] for r in runs) for k in runs[0][mode]}
-                  for mode in runs[0]} for name, runs in reps.items()}
-    print(f"| mode | batching | p50 ms | p90 ms | p95 ms | p99 ms | QPS | QPS / all off | "
-          f"non-2xx |  ({args.connections} connections, median of {args.reps} x {args.seconds}s)")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
-    first = next(iter(res))
-    for mode in res[first]:
-        for name in chosen:
-            m = res[name][mode]
-            base = res["all_batching_off"][mode] if "all_batching_off" in res else m
-            print(f"| {mode} | {name} | {m['p50_ms']:.0f} | {m['p90_ms']:.0f} | "
-                  f"{m['p95_ms']:.0f} | {m['p99_ms']:.0f} | {m['qps']:.0f} | "
-                  f"{m['qps'] / base['qps']:.2f} | {m['non_2xx']:.0f} |")
+            load.append(os.getloadavg()[0])
+    res = {name: {pt: {k: statistics.median(r[pt][k] for r in runs) for k in runs[0][pt]}
+                  | {"qps_min": min(r[pt]["qps"] for r in runs),
+                     "qps_max": max(r[pt]["qps"] for r in runs)}
+                  for pt in runs[0]} for name, runs in reps.items()}
+    print_table(res, list(chosen), args, started, load)
     Path("benchmarks/results").mkdir(parents=True, exist_ok=True)
     Path(f"benchmarks/results/http_search_{int(time.time())}.json").write_text(
-        json.dumps(res, indent=1))
+        json.dumps({"median": res, "runs": reps, "load": load, "started": started,
+                    "connections": args.conns, "seconds": args.seconds}, indent=1))
+
+
+def print_table(res: dict[str, dict[str, dict[str, float]]], names: list[str],
+                args: argparse.Namespace, started: str, load: list[float]) -> None:
+    """A Markdown row per point and configuration; ``QPS / x`` against the first of
+    ``all_batching_off``, ``embed_batching_off`` that ran (else the first config)."""
+    ref = next((n for n in ("embed_batching_off", "all_batching_off") if n in res), names[0])
+    print(f"{started} UTC, load average {min(load):.1f}-{max(load):.1f}; median of "
+          f"{args.reps} x {args.seconds} s; QPS range = min-max over the repetitions")
+    print(f"| mode | conns | config | QPS | QPS range | p50 ms | p95 ms | p99 ms | "
+          f"QPS / {ref} | non-2xx |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    for pt in res[names[0]]:
+        mode, _, conns = pt.partition("@")
+        for name in names:
+            m = res[name][pt]
+            print(f"| {mode} | {conns} | {name} | {m['qps']:.0f} | {m['qps_min']:.0f}-"
+                  f"{m['qps_max']:.0f} | {m['p50_ms']:.1f} | {m['p95_ms']:.1f} | "
+                  f"{m['p99_ms']:.1f} | {m['qps'] / res[ref][pt]['qps']:.2f} | "
+                  f"{m['non_2xx']:.0f} |")
 
 
 if __name__ == "__main__":

@@ -72,7 +72,7 @@ def run_once(env: dict[str, str], data: Path, n: int, modes: list[str], conns: i
         with tempfile.TemporaryDirectory() as tmp:
             for mode in modes:
                 script = Path(tmp) / f"{mode}.lua"
-                script.write_text(LUA % (quoted, mode))
+                script.write_text(LUA % (quoted, mode, ""))
                 wrk(url, script, 10, 2)  # warm-up
                 out[mode] = wrk(url, script, conns, seconds)
     finally:

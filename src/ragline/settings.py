@@ -166,7 +166,10 @@ class Settings(BaseSettings):
         "see scripts/ensure_model.py).",
     )
     embed_max_batch: int = 64
-    embed_max_wait_ms: float = 3.0
+    embed_max_wait_ms: float = Field(
+        0.0, ge=0, description="How long a query waits for others to share its embedding "
+        "batch; 0: none, a query runs at once on a free worker and batches form only while "
+        "earlier ones run (3 before issue 38: a lone query paid the wait).")
     search_max_batch: int = Field(
         32, ge=1, le=1024, description="Store queries of concurrent searches sent as one "
         "batch (per shard).")

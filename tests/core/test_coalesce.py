@@ -69,3 +69,113 @@ def test_bad_settings_are_refused() -> None:
     for kw in ({"max_batch": 0}, {"max_wait_ms": -1}, {"workers": 0}):
         with pytest.raises(ValueError):
             Coalescer(lambda k, items: items, **kw)  # type: ignore[arg-type]
+
+
+class Gate:
+    """A ``run`` that records its calls and holds each one until released."""
+
+    def __init__(self, fail_on: int | None = None) -> None:
+        self.calls: list[list[int]] = []
+        self.started = threading.Semaphore(0)
+        self.release = threading.Event()
+        self.fail_on = fail_on
+
+    def __call__(self, key: str, items: list[int]) -> list[int]:
+        self.calls.append(list(items))
+        self.started.release()
+        assert self.release.wait(10)
+        if self.fail_on in items:
+            raise ValueError(f"item {self.fail_on} breaks the call")
+        return [i * 10 for i in items]
+
+    async def wait_started(self, n: int = 1) -> None:
+        for _ in range(n):
+            assert await asyncio.to_thread(self.started.acquire, True, 10)
+
+
+async def spin(turns: int = 5) -> None:
+    """Let the event loop run a few turns (no time passes on purpose)."""
+    for _ in range(turns):
+        await asyncio.sleep(0)
+
+
+async def test_a_lone_item_leaves_at_once_without_a_wait_window() -> None:
+    sent: list[int] = []
+
+    def seen(name: str, size: int, waits: list[float]) -> None:
+        sent.append(size)
+
+    c: Coalescer[str, int, int] = Coalescer(lambda k, items: items, on_batch=seen)  # defaults
+    assert c.max_wait == 0
+    task = asyncio.ensure_future(c.submit("k", 1))
+    await spin()  # a few loop turns, no timer: the batch is already on its way
+    assert sent == [1]
+    assert await task == 1
+    # the former behaviour, kept behind a setting: a window holds a lone item back
+    sent.clear()
+    w: Coalescer[str, int, int] = Coalescer(lambda k, items: items, max_wait_ms=1000,
+                                            on_batch=seen)
+    late = asyncio.ensure_future(w.submit("k", 2))
+    await spin()
+    assert sent == []
+    late.cancel()
+    await c.aclose()
+    await w.aclose()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+async def test_items_arriving_during_running_calls_form_the_next_batch(workers: int) -> None:
+    gate = Gate()
+    c: Coalescer[str, int, int] = Coalescer(gate, max_batch=64, workers=workers)
+    first = []
+    for i in range(workers):  # each arrives while the workers before it are busy
+        first.append(asyncio.ensure_future(c.submit("k", i)))
+        await gate.wait_started()
+    rest = [asyncio.ensure_future(c.submit("k", i)) for i in range(workers, workers + 5)]
+    await spin()
+    assert gate.calls == [[i] for i in range(workers)]  # free workers: at once, alone
+    gate.release.set()
+    assert await asyncio.gather(*first, *rest) == [i * 10 for i in range(workers + 5)]
+    assert gate.calls == [[i] for i in range(workers)] + [list(range(workers, workers + 5))]
+    await c.aclose()
+
+
+async def test_a_batch_error_of_one_item_reaches_that_caller_only() -> None:
+    gate = Gate(fail_on=3)
+    gate.release.set()
+    c: Coalescer[str, int, int] = Coalescer(gate, max_batch=8, max_wait_ms=50,
+                                            isolate=lambda exc: isinstance(exc, ValueError))
+    res = await asyncio.gather(*(c.submit("k", i) for i in range(6)), return_exceptions=True)
+    assert [r for i, r in enumerate(res) if i != 3] == [0, 10, 20, 40, 50]
+    assert isinstance(res[3], ValueError) and "item 3" in str(res[3])
+    assert gate.calls == [list(range(6))] + [[i] for i in range(6)]  # the batch, then alone
+    await c.aclose()
+
+
+async def test_an_outage_is_not_retried_item_by_item() -> None:
+    gate = Gate(fail_on=0)
+    gate.release.set()
+    c: Coalescer[str, int, int] = Coalescer(gate, max_batch=8, max_wait_ms=50,
+                                            isolate=lambda exc: False)
+    res = await asyncio.gather(*(c.submit("k", i) for i in range(4)), return_exceptions=True)
+    assert all(isinstance(r, ValueError) for r in res)
+    assert gate.calls == [[0, 1, 2, 3]]  # one call: each caller got the batch's error
+    await c.aclose()
+
+
+async def test_cancelling_a_caller_touches_no_other() -> None:
+    gate = Gate()
+    c: Coalescer[str, int, int] = Coalescer(gate, max_batch=64, workers=1)
+    running = asyncio.ensure_future(c.submit("k", 0))
+    await gate.wait_started()
+    queued = {i: asyncio.ensure_future(c.submit("k", i)) for i in (1, 2, 3)}
+    await spin()
+    queued[2].cancel()  # not sent yet: dropped from the next batch
+    running.cancel()  # already running: its result is thrown away
+    await spin()
+    gate.release.set()
+    assert list(await asyncio.gather(queued[1], queued[3])) == [10, 30]
+    assert gate.calls == [[0], [1, 3]]
+    assert running.cancelled() and queued[2].cancelled()
+    assert await c.submit("k", 4) == 40  # the lane carries on
+    await c.aclose()

@@ -159,7 +159,8 @@ class RetrievalService:
         # Concurrent requests' store queries leave together, per shard (see _run_batch).
         self._store_batcher: Coalescer[str, StoreQuery, list[ScoredRecord]] = Coalescer(
             self._run_batch, max_batch=b.max_batch, max_wait_ms=b.max_wait_ms,
-            workers=b.workers, name="search", on_batch=metrics.observe_batch)
+            workers=b.workers, name="search", on_batch=metrics.observe_batch,
+            isolate=lambda exc: True)
 
     def batching_stats(self) -> dict[str, Any]:
         return self._store_batcher.stats()
@@ -280,20 +281,10 @@ class RetrievalService:
 
     def _run_batch(self, key: str, queries: list[StoreQuery]) -> list[Any]:
         """One store call for queries coalesced from concurrent requests. If it fails,
-        each query runs alone, so one request's error is not every request's."""
-        try:
-            with metrics.STORE_QUERY_SECONDS.labels("query_batch").time():
-                return list(self.store.query_batch(key, queries))
-        except Exception:
-            if len(queries) == 1:
-                raise
-        out: list[Any] = []
-        for sq in queries:
-            try:
-                out.append(self.store.query_batch(key, [sq])[0])
-            except Exception as exc:
-                out.append(exc)
-        return out
+        the coalescer runs each query alone (``isolate``), so one request's error is
+        not every request's."""
+        with metrics.STORE_QUERY_SECONDS.labels("query_batch").time():
+            return list(self.store.query_batch(key, queries))
 
     def _later_stages(self, q: SearchQuery, plan: _Plan,
                       hits: list[ScoredRecord]) -> list[ScoredRecord]:

@@ -174,3 +174,47 @@ async def test_cached_text_is_answered_without_a_batch() -> None:
     np.testing.assert_array_equal(again, first[7])
     assert batcher.batches == 1 and inner.calls == 1
     await batcher.aclose()
+
+
+class PoisonEmbedder(FakeEmbedder):
+    """A model that breaks on one text (as a tokenizer or graph bug would)."""
+
+    def embed(self, texts, input_type="document"):  # type: ignore[no-untyped-def]
+        if "poison" in texts:
+            raise RuntimeError("the model broke on a text")
+        return super().embed(texts, input_type)
+
+
+async def test_a_text_that_breaks_the_model_fails_its_own_caller_only() -> None:
+    inner = PoisonEmbedder(dimension=8)
+    batcher = MicroBatcher(inner, max_batch=8, max_wait_ms=50)
+    texts = ["fine one", "poison", "fine two"]
+    res = await asyncio.gather(*(batcher.embed_one(t) for t in texts), return_exceptions=True)
+    assert isinstance(res[1], RuntimeError)
+    for i in (0, 2):
+        vec = res[i]
+        assert isinstance(vec, np.ndarray)
+        np.testing.assert_allclose(vec, FakeEmbedder(dimension=8).embed([texts[i]], "query")[0],
+                                   atol=1e-7)
+    await batcher.aclose()
+
+
+async def test_an_upstream_outage_is_not_retried_text_by_text() -> None:
+    inner = FakeEmbedder(dimension=8, fail_with=ProviderError("upstream down"))
+    batcher = MicroBatcher(inner, max_batch=8, max_wait_ms=50)
+    res = await asyncio.gather(*(batcher.embed_one(f"t{i}") for i in range(5)),
+                               return_exceptions=True)
+    assert all(isinstance(r, ProviderError) for r in res)
+    assert inner.calls == 1  # one call for the batch, not one more per text
+    await batcher.aclose()
+
+
+async def test_by_default_a_lone_query_is_embedded_at_once() -> None:
+    inner = FakeEmbedder(dimension=8)
+    batcher = MicroBatcher(inner)  # the defaults: no wait window
+    task = asyncio.ensure_future(batcher.embed_one("alone"))
+    for _ in range(5):
+        await asyncio.sleep(0)  # loop turns only: no timer could have fired
+    assert batcher.batches == 1
+    assert (await task).shape == (8,)
+    await batcher.aclose()
