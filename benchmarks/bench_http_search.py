@@ -67,10 +67,17 @@ end
 """
 
 
-def wrk(url: str, script: Path, conns: int, seconds: int) -> dict[str, float]:
+def wrk(url: str, script: Path, conns: int, seconds: int,
+        server_pid: int | None = None) -> dict[str, float]:
+    """One wrk run; with ``server_pid``, also ``cpu_ms``: CPU time of the server and
+    its children (the shard processes) per request, which a loaded machine inflates
+    far less than latency (other processes take turns on the cores, not the work)."""
     threads = min(2, conns)  # wrk needs a connection per thread
-    out = subprocess.run(["wrk", f"-t{threads}", f"-c{conns}", f"-d{seconds}s", "--latency", "-s",
-                          str(script), url], capture_output=True, text=True, check=True).stdout
+    cpu0 = tree_cpu_s(server_pid) if server_pid else 0.0
+    out = subprocess.run(["wrk", f"-t{threads}", f"-c{conns}", f"-d{seconds}s", "--timeout",
+                          "30s", "--latency", "-s", str(script), url],
+                         capture_output=True, text=True, check=True).stdout
+    cpu = tree_cpu_s(server_pid) - cpu0 if server_pid else 0.0
 
     def ms(p: int) -> float:
         m = re.search(rf"P{p}_US (\d+)", out)
@@ -79,8 +86,32 @@ def wrk(url: str, script: Path, conns: int, seconds: int) -> dict[str, float]:
 
     qps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
     bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    done = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
     return {"p50_ms": ms(50), "p90_ms": ms(90), "p95_ms": ms(95), "p99_ms": ms(99), "qps": qps,
-            "non_2xx": float(bad.group(1)) if bad else 0.0}
+            "non_2xx": float(bad.group(1)) if bad else 0.0,
+            "cpu_ms": cpu * 1000 / done if done else 0.0}
+
+
+def tree_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` and every descendant alive now (/proc)."""
+    parent: dict[int, int] = {}
+    ticks: dict[int, int] = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        parent[int(d.name)] = int(fields[1])  # fields after the name: state, ppid, ...
+        ticks[int(d.name)] = int(fields[11]) + int(fields[12])  # utime, stime
+    tree, todo = {pid}, [pid]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parent.items() if pp == p and c not in tree]
+        tree.update(kids)
+        todo += kids
+    return sum(ticks.get(p, 0) for p in tree) / os.sysconf("SC_CLK_TCK")
 
 
 CONFIGS = {
@@ -92,6 +123,9 @@ CONFIGS = {
                          "RAGLINE_SEARCH_MAX_BATCH": "1"},
     # Edge in the server process instead of a shard process per open shard
     "shard_processes_off": {"RAGLINE_STORE_OPTIONS": '{"shard_processes": false}'},
+    # model threads: one micro-batch at a time, or more than the default (one per core)
+    "embed_workers_1": {"RAGLINE_EMBED_WORKERS": "1"},
+    "embed_workers_4": {"RAGLINE_EMBED_WORKERS": "4"},
 }
 
 
@@ -128,7 +162,8 @@ def run_once(args: argparse.Namespace, config: dict[str, str],
                 assert r.status_code == 200, r.text
                 wrk(url, script, 10, args.warmup)
                 for conns in args.conns:
-                    out[f"{mode}@{conns}"] = wrk(url, script, conns, args.seconds)
+                    out[f"{mode}@{conns}"] = wrk(url, script, conns, args.seconds,
+                                                 srv.proc.pid)
     finally:
         srv.stop()
     return out
@@ -170,9 +205,11 @@ def build_random(data_dir: Path, collection: str, corpus: Path,
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data-dir", required=True)
+    ap.add_argument("--data-dir")
+    ap.add_argument("--merge", nargs="+", type=Path, help="print the table of these result "
+                    "files (runs of the same points) together, as repetitions, and stop")
     ap.add_argument("--collection", default="scifact")
-    ap.add_argument("--queries", required=True)
+    ap.add_argument("--queries")
     ap.add_argument("--modes", default="hybrid,dense,sparse", help="also sparse-norel: sparse "
                     "with \"relevance\": false")
     ap.add_argument("--connections", default="100", help="comma-separated: the sweep "
@@ -194,6 +231,11 @@ def main() -> None:
                     "its built embedding model)")
     args = ap.parse_args()
     args.conns = [int(c) for c in args.connections.split(",")]
+    if args.merge:
+        merge(args)
+        return
+    if not (args.data_dir and args.queries):
+        sys.exit("--data-dir and --queries are needed")
     baseline_env = dict(e.split("=", 1) for e in args.baseline_env)
     if args.baseline_src:
         CONFIGS["baseline"] = {"BASELINE_SRC": args.baseline_src, **baseline_env}
@@ -215,19 +257,42 @@ def main() -> None:
     reps: dict[str, list[dict[str, dict[str, float]]]] = {c: [] for c in chosen}
     load = [os.getloadavg()[0]]
     started = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
-    for _ in range(args.reps):  # interleaved, so drift in machine load hits all alike
-        for name, config in chosen.items():
-            reps[name].append(run_once(args, config, queries))
+    names = list(chosen)
+    for r in range(args.reps):  # interleaved, so drift in machine load hits all alike
+        for name in names[r % len(names):] + names[:r % len(names)]:  # each starts a rep
+            reps[name].append(run_once(args, chosen[name], queries))
             load.append(os.getloadavg()[0])
-    res = {name: {pt: {k: statistics.median(r[pt][k] for r in runs) for k in runs[0][pt]}
-                  | {"qps_min": min(r[pt]["qps"] for r in runs),
-                     "qps_max": max(r[pt]["qps"] for r in runs)}
-                  for pt in runs[0]} for name, runs in reps.items()}
+    res = medians(reps)
     print_table(res, list(chosen), args, started, load)
     Path("benchmarks/results").mkdir(parents=True, exist_ok=True)
     Path(f"benchmarks/results/http_search_{int(time.time())}.json").write_text(
         json.dumps({"median": res, "runs": reps, "load": load, "started": started,
                     "connections": args.conns, "seconds": args.seconds}, indent=1))
+
+
+def medians(reps: dict[str, list[dict[str, dict[str, float]]]]
+            ) -> dict[str, dict[str, dict[str, float]]]:
+    """Per config and point: the median of each figure and the QPS range over runs."""
+    return {name: {pt: {k: statistics.median(r[pt][k] for r in runs) for k in runs[0][pt]}
+                   | {"qps_min": min(r[pt]["qps"] for r in runs),
+                      "qps_max": max(r[pt]["qps"] for r in runs)}
+                   for pt in runs[0]} for name, runs in reps.items()}
+
+
+def merge(args: argparse.Namespace) -> None:
+    """``--merge``: several invocations' runs as the repetitions of one table."""
+    reps: dict[str, list[dict[str, dict[str, float]]]] = {}
+    load: list[float] = []
+    started = []
+    for f in args.merge:
+        saved = json.loads(f.read_text())
+        for name, runs in saved["runs"].items():
+            reps.setdefault(name, []).extend(runs)
+        load += saved["load"]
+        started.append(saved["started"])
+        args.seconds = saved["seconds"]
+    args.reps = min(len(r) for r in reps.values())
+    print_table(medians(reps), list(reps), args, f"{min(started)} to {max(started)}", load)
 
 
 def print_table(res: dict[str, dict[str, dict[str, float]]], names: list[str],
@@ -238,8 +303,8 @@ def print_table(res: dict[str, dict[str, dict[str, float]]], names: list[str],
     print(f"{started} UTC, load average {min(load):.1f}-{max(load):.1f}; median of "
           f"{args.reps} x {args.seconds} s; QPS range = min-max over the repetitions")
     print(f"| mode | conns | config | QPS | QPS range | p50 ms | p95 ms | p99 ms | "
-          f"QPS / {ref} | non-2xx |")
-    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+          f"QPS / {ref} | server CPU ms / request | non-2xx |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for pt in res[names[0]]:
         mode, _, conns = pt.partition("@")
         for name in names:
@@ -247,7 +312,7 @@ def print_table(res: dict[str, dict[str, dict[str, float]]], names: list[str],
             print(f"| {mode} | {conns} | {name} | {m['qps']:.0f} | {m['qps_min']:.0f}-"
                   f"{m['qps_max']:.0f} | {m['p50_ms']:.1f} | {m['p95_ms']:.1f} | "
                   f"{m['p99_ms']:.1f} | {m['qps'] / res[ref][pt]['qps']:.2f} | "
-                  f"{m['non_2xx']:.0f} |")
+                  f"{m.get('cpu_ms', 0):.2f} | {m['non_2xx']:.0f} |")
 
 
 if __name__ == "__main__":
