@@ -117,7 +117,10 @@ def tree_cpu_s(pid: int) -> float:
 CONFIGS = {
     "on": {},
     # the defaults before issue 38: a lone query waited up to 3 ms for company
-    "old_default": {"RAGLINE_EMBED_MAX_WAIT_MS": "3"},
+    "old_default": {"RAGLINE_EMBED_MAX_WAIT_MS": "3", "RAGLINE_EMBED_WAIT_WHEN_IDLE": "true"},
+    # issue 38's two policies: never wait / wait 3 ms only while a batch runs
+    "no_wait": {"RAGLINE_EMBED_MAX_WAIT_MS": "0"},
+    "busy_window": {"RAGLINE_EMBED_MAX_WAIT_MS": "3", "RAGLINE_EMBED_WAIT_WHEN_IDLE": "false"},
     "embed_batching_off": {"RAGLINE_EMBED_MAX_BATCH": "1", "RAGLINE_EMBED_MAX_WAIT_MS": "0"},
     "all_batching_off": {"RAGLINE_EMBED_MAX_BATCH": "1", "RAGLINE_EMBED_MAX_WAIT_MS": "0",
                          "RAGLINE_SEARCH_MAX_BATCH": "1"},

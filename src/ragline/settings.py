@@ -170,6 +170,10 @@ class Settings(BaseSettings):
         0.0, ge=0, description="How long a query waits for others to share its embedding "
         "batch; 0: none, a query runs at once on a free worker and batches form only while "
         "earlier ones run (3 before issue 38: a lone query paid the wait).")
+    embed_wait_when_idle: bool = Field(
+        False, description="Whether a query that finds no embedding batch running waits "
+        "RAGLINE_EMBED_MAX_WAIT_MS too (true: the behaviour before issue 38); false: only "
+        "queries arriving while a batch runs wait for company.")
     search_max_batch: int = Field(
         32, ge=1, le=1024, description="Store queries of concurrent searches sent as one "
         "batch (per shard).")

@@ -111,16 +111,39 @@ async def test_a_lone_item_leaves_at_once_without_a_wait_window() -> None:
     await spin()  # a few loop turns, no timer: the batch is already on its way
     assert sent == [1]
     assert await task == 1
-    # the former behaviour, kept behind a setting: a window holds a lone item back
+    # a window holds items back only while a call runs: a lone item still leaves at once
     sent.clear()
     w: Coalescer[str, int, int] = Coalescer(lambda k, items: items, max_wait_ms=1000,
                                             on_batch=seen)
-    late = asyncio.ensure_future(w.submit("k", 2))
+    assert await asyncio.wait_for(w.submit("k", 2), 0.5) == 2
+    assert sent == [1]
+    # the former behaviour, kept behind a flag: the window holds a lone item back too
+    sent.clear()
+    old: Coalescer[str, int, int] = Coalescer(lambda k, items: items, max_wait_ms=1000,
+                                              wait_when_idle=True, on_batch=seen)
+    late = asyncio.ensure_future(old.submit("k", 3))
     await spin()
     assert sent == []
     late.cancel()
+    for co in (c, w, old):
+        await co.aclose()
+
+
+async def test_while_a_call_runs_a_window_gathers_the_next_batch() -> None:
+    gate = Gate()
+    c: Coalescer[str, int, int] = Coalescer(gate, max_batch=64, max_wait_ms=10_000,
+                                            workers=2)
+    first = asyncio.ensure_future(c.submit("k", 0))
+    await gate.wait_started()  # the model was idle: no wait
+    rest = []
+    for i in (1, 2, 3):  # a worker is free, but a call runs: these wait for company
+        rest.append(asyncio.ensure_future(c.submit("k", i)))
+        await spin()
+    assert gate.calls == [[0]]
+    gate.release.set()  # the call ends: the window ends with it
+    assert list(await asyncio.gather(first, *rest)) == [0, 10, 20, 30]
+    assert gate.calls == [[0], [1, 2, 3]]
     await c.aclose()
-    await w.aclose()
 
 
 @pytest.mark.parametrize("workers", [1, 2])

@@ -12,8 +12,11 @@ worker free leaves at once, alone if it is alone; items that arrive while all
 ``workers`` calls run queue up and leave together, up to ``max_batch``, as soon as a
 worker is free. So batches grow with load and an idle server adds nothing to a lone
 request (issue 38: a 3 ms window cost 1.6x QPS at one client and paid off only from
-~16). ``max_wait_ms > 0`` restores a window: a lane holding fewer than ``max_batch``
-items sends them once its oldest has waited that long.
+~16). ``max_wait_ms > 0`` adds a window for items that arrive while a call of their
+lane runs: they wait for company until the oldest has waited that long, the batch is
+full or a call ends (with nothing running, what is pending leaves at once), even if a
+worker is free; ``wait_when_idle=True`` makes a lone item wait too (the behaviour
+before issue 38).
 
 ``run`` returns one entry per item, in order; an entry that is an exception is
 raised to that item's caller alone. If ``run`` itself raises for a batch of several
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections import deque
 from collections.abc import Callable, Hashable, Sequence
@@ -46,9 +50,16 @@ R = TypeVar("R")
 class _Lane(Generic[T, R]):
     pending: deque[tuple[T, asyncio.Future[R], float]] = field(default_factory=deque)
     wake: asyncio.Event = field(default_factory=asyncio.Event)
-    full: asyncio.Event = field(default_factory=asyncio.Event)
+    # set when the lane fills or a call ends: ends a window early
+    kick: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
     inflight: set[asyncio.Task[None]] = field(default_factory=set)
+
+
+def _ended(lane: _Lane[Any, Any], task: asyncio.Task[None]) -> None:
+    """A call of the lane ended: a worker is free, and a window waiting on it ends."""
+    lane.inflight.discard(task)
+    lane.kick.set()
 
 
 class Coalescer(Generic[K, T, R]):
@@ -59,6 +70,7 @@ class Coalescer(Generic[K, T, R]):
         max_batch: int = 64, max_wait_ms: float = 0, workers: int = 1, name: str = "batch",
         on_batch: Callable[[str, int, list[float]], None] | None = None,
         isolate: Callable[[BaseException], bool] | None = None,
+        wait_when_idle: bool = False,
     ) -> None:
         if max_batch < 1 or max_wait_ms < 0 or workers < 1:
             raise ValueError("max_batch >= 1, max_wait_ms >= 0 and workers >= 1 required")
@@ -70,6 +82,8 @@ class Coalescer(Generic[K, T, R]):
         self.isolate = isolate
         self.max_batch = max_batch
         self.max_wait = max_wait_ms / 1000
+        # False: the window applies only while a call of the lane runs (see module doc)
+        self.wait_when_idle = wait_when_idle
         self.workers = workers
         self._executor = ThreadPoolExecutor(workers, thread_name_prefix=f"ragline-{name}")
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -90,7 +104,7 @@ class Coalescer(Generic[K, T, R]):
         lane.pending.append((item, fut, loop.time()))
         lane.wake.set()
         if len(lane.pending) >= self.max_batch:
-            lane.full.set()
+            lane.kick.set()
         return await fut
 
     async def _drain(self, lane: _Lane[T, R], key: K) -> None:
@@ -103,16 +117,18 @@ class Coalescer(Generic[K, T, R]):
             if len(lane.inflight) >= self.workers:  # every worker busy: let the batch grow
                 await asyncio.wait(lane.inflight, return_when=asyncio.FIRST_COMPLETED)
                 continue
-            # A window (max_wait > 0): wait out the oldest item's, unless the batch fills.
-            remaining = lane.pending[0][2] + self.max_wait - loop.time()
-            if self.max_wait > 0 and remaining > 0 and len(lane.pending) < self.max_batch:
-                lane.full.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(lane.full.wait(), remaining)
+            # A window: wait out the oldest item's, unless the batch fills or a call ends
+            # (then look again: with nothing running, what is pending leaves at once).
+            if (self.max_wait > 0 and len(lane.pending) < self.max_batch
+                    and (lane.inflight or self.wait_when_idle)):
+                remaining = lane.pending[0][2] + self.max_wait - loop.time()
+                if remaining > 0:
+                    lane.kick.clear()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(lane.kick.wait(), remaining)
+                    continue
             n = min(self.max_batch, len(lane.pending))
             batch = [lane.pending.popleft() for _ in range(n)]
-            if len(lane.pending) < self.max_batch:
-                lane.full.clear()
             live = [(it, f) for it, f, _ in batch if not f.done()]  # skip cancelled callers
             if live and self.on_batch is not None:
                 now = loop.time()
@@ -121,7 +137,7 @@ class Coalescer(Generic[K, T, R]):
             if live:
                 task = loop.create_task(self._dispatch(loop, key, live))
                 lane.inflight.add(task)
-                task.add_done_callback(lane.inflight.discard)
+                task.add_done_callback(functools.partial(_ended, lane))
 
     async def _dispatch(
         self, loop: asyncio.AbstractEventLoop, key: K, live: list[tuple[T, asyncio.Future[R]]],

@@ -109,7 +109,8 @@ class EmbedderPool:
             self._embedders[key] = emb
             self._batchers[key] = MicroBatcher(emb, max_batch=self.settings.embed_max_batch,
                                                max_wait_ms=self.settings.embed_max_wait_ms,
-                                               workers=self.settings.embed_workers)
+                                               workers=self.settings.embed_workers,
+                                               wait_when_idle=self.settings.embed_wait_when_idle)
             log.info("loaded embedder %s (%s)", provider, emb.model)
             return emb
 

@@ -37,13 +37,15 @@ class MicroBatcher:
     """``await batcher.embed_one(text, input_type)`` -> 1-D float32 vector."""
 
     def __init__(
-        self, embedder: Embedder, max_batch: int = 64, max_wait_ms: float = 0, workers: int = 1
+        self, embedder: Embedder, max_batch: int = 64, max_wait_ms: float = 0, workers: int = 1,
+        wait_when_idle: bool = False,
     ) -> None:
         self.embedder = embedder
         self._lookup = getattr(embedder, "lookup", None)  # a cache in front of the model
         self._coalescer: Coalescer[InputType, str, Vec] = Coalescer(
             self._embed, max_batch=max_batch, max_wait_ms=max_wait_ms, workers=workers,
-            name="embed", on_batch=metrics.observe_batch, isolate=_one_text_may_be_at_fault)
+            name="embed", on_batch=metrics.observe_batch, isolate=_one_text_may_be_at_fault,
+            wait_when_idle=wait_when_idle)
 
     def _embed(self, input_type: InputType, texts: list[str]) -> list[Vec]:
         vecs = self.embedder.embed(texts, input_type)
