@@ -96,3 +96,24 @@ def test_one_failing_query_does_not_fail_its_batch_mates(rl: Ragline) -> None:
     assert isinstance(res[-1], RuntimeError)
     search = rl.services.retrieval.search
     assert [ids(r.hits) for r in res[:-1]] == [ids(rl.call_sync(search, q).hits) for q in good]
+
+
+@pytest.mark.parametrize(("overrides", "held"), [
+    ({}, False),  # the default: a lone query is embedded at once
+    ({"embed_max_wait_ms": 1000}, False),  # a window holds only queries arriving mid-batch
+    ({"embed_max_wait_ms": 1000, "embed_wait_when_idle": True}, True),  # the old policy
+])
+def test_the_embedding_settings_reach_the_search_batcher(
+        tmp_path: Path, overrides: dict[str, Any], held: bool) -> None:
+    with Ragline(fake_settings(tmp_path, embedding_cache_size=0, **overrides)) as r:
+        batcher = r.services.embedders.batcher("fake")
+
+        async def lone() -> int:
+            task = asyncio.ensure_future(batcher.embed_one("a lone query"))
+            for _ in range(5):  # loop turns only: no window could have ended
+                await asyncio.sleep(0)
+            sent = batcher.batches
+            task.cancel()
+            return sent
+
+        assert r.call_sync(lone) == (0 if held else 1)
