@@ -29,6 +29,7 @@ from ragline.api.routes import (
     ingestion,
     keys,
     meta,
+    openai_v1,
     rag_ingest,
     rerank,
     search,
@@ -78,7 +79,7 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
     routing.install(app, [search.collection_router, documents.router, collections.router,
                           sources.router])
     for module in (health, connections, search, ingestion, context, rag_ingest,
-                   rerank, keys, admin, chat, checklists):
+                   rerank, keys, admin, chat, checklists, openai_v1):
         app.include_router(module.router)
     console.install(app)
     _install_mcp(app)
