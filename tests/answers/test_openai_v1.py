@@ -284,3 +284,12 @@ def test_model_failure_mid_stream_is_an_error_frame(
 
 def test_settings_default_no_citations() -> None:
     assert Settings(_env_file=None).openai_citations is False  # type: ignore[call-arg]
+
+
+def test_history_topic_folds_earlier_user_messages_in_order() -> None:
+    from ragline.services.topics import history_topic
+
+    assert history_topic([]) == "" and history_topic(["  "]) == ""
+    assert history_topic(["Tell me about InstructLab"]) == "Tell me about InstructLab"
+    assert history_topic(["Tell me about InstructLab", "Does it run on OpenShift AI?"]) == (
+        "InstructLab run OpenShift AI")  # content words, in order

@@ -16,6 +16,10 @@ One turn:
 5. the answer streams as tokens; the user and assistant messages and the new topic
    are stored together when it is complete.
 
+A stateless turn (``/v1/chat/completions``, ``ChatRequest.history`` set) has no stored
+conversation: its topic comes from the earlier user messages the client sent
+(:func:`~ragline.services.topics.history_topic`) and nothing is written in 5.
+
 :meth:`ChatService.prepare` does 1-4 and raises ordinary errors (404, 503...), so
 the HTTP layer can answer with a status before a stream starts;
 :meth:`PreparedTurn.events` streams 5.
