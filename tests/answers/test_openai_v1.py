@@ -253,6 +253,34 @@ def test_auth_and_unknown_models_are_openai_errors(rl: Ragline, client: TestClie
     assert r.status_code == 405 and "POST" in r.json()["error"]["message"]
 
 
+def test_the_request_guards_answers_are_openai_errors_too(tmp_path: Path,
+                                                          llm: ScriptedChatModel) -> None:
+    """Errors answered before any route (Host, body size, NaN) have OpenAI's shape under
+    /v1, and ragline's elsewhere."""
+    rl = start(tmp_path, llm, max_request_bytes=4096)
+    try:
+        with client_for(rl) as client:
+            guarded(client)
+    finally:
+        rl.close()
+
+
+def guarded(client: TestClient) -> None:
+    bad_host = client.get("/v1/models", headers={"host": "evil.example"})
+    assert bad_host.status_code == 421
+    assert bad_host.json()["error"]["code"] == "host_not_allowed"
+    assert bad_host.json()["error"]["type"] == "invalid_request_error"
+    nan = client.post("/v1/chat/completions", content=b'{"model": "ragline/kb", '
+                      b'"temperature": NaN, "messages": []}',
+                      headers={"content-type": "application/json"})
+    assert nan.status_code == 400 and "not a finite number" in nan.json()["error"]["message"]
+    big = client.post("/v1/chat/completions", json=ask("word " * 2000))
+    assert big.status_code == 413 and big.json()["error"]["code"] == "payload_too_large"
+    assert int(big.headers["content-length"]) == len(big.content)
+    elsewhere = client.get("/collections", headers={"host": "evil.example"})
+    assert elsewhere.status_code == 421 and elsewhere.json()["error"] == "host_not_allowed"
+
+
 def test_without_a_chat_model_no_general_model_and_503(tmp_path: Path) -> None:
     rl = start(tmp_path, None)
     try:

@@ -123,10 +123,8 @@ def test_hardening_statuses_are_documented(doc: dict[str, Any]) -> None:
             assert responses["429"]["headers"]["Retry-After"]["required"] is True
         for status, response in responses.items():
             if status[0] in "45":
-                # /v1 answers OpenAI's error shape, except what the request guard answers
-                # before any route (Host 421, body size 413)
-                body = ("OpenAIErrorBody" if path.startswith("/v1/")
-                        and status not in ("413", "421") else "ErrorBody")
+                # /v1 answers OpenAI's error shape, the request guard's answers included
+                body = "OpenAIErrorBody" if path.startswith("/v1/") else "ErrorBody"
                 assert response["content"][JSON]["schema"] == {
                     "$ref": f"#/components/schemas/{body}"}, f"{where} {status}"
     statuses = {(m, p): set(op["responses"]) for p, m, op in operations(doc)}

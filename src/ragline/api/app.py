@@ -64,6 +64,7 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
                   docs_url=None, redoc_url=None)  # served offline by docs_ui
     errors.install(app)
     middleware.install(app, settings)
+    app.add_middleware(openai_v1.OpenAIErrorShape)  # around the guard: /v1 errors OpenAI's
     openapi.install(app)
     docs_ui.install(app)
     app.include_router(meta.router)

@@ -9,8 +9,9 @@ talks to ragline's answers as to a model.
   prompts as ``POST /api/chat``; nothing is stored.
 * Every error under ``/v1`` (401, 404, 400...) has OpenAI's shape
   ``{"error": {"message", "type", "param", "code"}}``: :class:`OpenAIRoute` turns the
-  errors of the dependencies (the API key) and of the route into it, and a catch-all
-  route answers unknown ``/v1`` paths.
+  errors of the dependencies (the API key) and of the route into it, a catch-all
+  route answers unknown ``/v1`` paths, and :class:`OpenAIErrorShape` (ASGI, around the
+  request guard) rewrites what the guard answers before any route.
 
 docs/answers.md ("OpenAI-compatible API") is the user's guide.
 """
@@ -30,6 +31,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ragline.api.deps import RL, Caller
 from ragline.api.openai_format import (
@@ -94,6 +96,54 @@ class OpenAIRoute(APIRoute):
 
 
 router = APIRouter(tags=["openai"], route_class=OpenAIRoute)
+
+
+class OpenAIErrorShape:
+    """Pure ASGI, around the request guard: under ``/v1``, an error the layers before
+    the routes answer in ragline's shape (Host 421, body size 413, a key refused before
+    the body is read, a NaN 400) is rewritten in OpenAI's, so every ``/v1`` error reads
+    the same to an SDK. Other paths, and successful answers, pass untouched."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not scope.get("path", "").startswith("/v1/"):
+            await self.app(scope, receive, send)
+            return
+        start: Message | None = None
+        parts: list[bytes] = []
+
+        async def reshape(message: Message) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start" and message["status"] >= 400:
+                start = message  # held until the body is known
+                return
+            if start is None or message["type"] != "http.response.body":
+                await send(message)
+                return
+            parts.append(message.get("body", b""))
+            if message.get("more_body", False):
+                return
+            body = _reshaped(start["status"], b"".join(parts))
+            headers = [(k, v) for k, v in start.get("headers", []) if k != b"content-length"]
+            await send({**start, "headers": [*headers, (b"content-length",
+                                                        str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+
+        await self.app(scope, receive, reshape)
+
+
+def _reshaped(status: int, body: bytes) -> bytes:
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return body
+    if not (isinstance(doc, dict) and isinstance(doc.get("error"), str)
+            and isinstance(doc.get("message"), str)):
+        return body  # already OpenAI's shape (the routes), or not an error body of ours
+    code = "invalid_api_key" if status == 401 else doc["error"]
+    return json.dumps(error_payload(status, doc["message"], code)).encode()
 
 
 # -- documentation models (the handlers read the body themselves, see parse_completion) ---
@@ -180,6 +230,8 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         (401, "Missing, invalid or revoked API key (a ragline key)."),
         (403, "The key may not act for the tenant it names."),
         (404, "No such model for this key."),
+        (413, "Request body too large (setting max_request_bytes)."),
+        (421, "Host name not allowed (setting allowed_hosts)."),
         (500, "A bug: the message carries an error id that is in the server log."),
         (502, "The chat model's server failed (code provider_error)."),
         (503, "No chat model configured (code llm_not_configured)."))}
