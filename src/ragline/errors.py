@@ -17,7 +17,8 @@ way. Storage and services raise these; they never import FastAPI.
     │   ├── DocumentNotFound          404  document_not_found
     │   ├── SourceNotFound            404  source_not_found
     │   ├── ProviderNotFound          404  provider_not_found
-    │   └── ConnectionNotFound        404  connection_not_found
+    │   ├── ConnectionNotFound        404  connection_not_found
+    │   └── ModelNotFound             404  model_not_found
     ├── Conflict                      409  conflict
     │   ├── CollectionExists          409  collection_exists
     │   ├── ShardGone                 409  shard_gone
@@ -119,6 +120,12 @@ class ConnectionNotFound(NotFound):
     """No named connection has this id; the message lists the known ones."""
 
     code = "connection_not_found"
+
+
+class ModelNotFound(NotFound):
+    """``/v1/chat/completions`` named a model that is not one of the caller's."""
+
+    code = "model_not_found"
 
 
 class SourceNotFound(NotFound):

@@ -18,9 +18,14 @@ import numpy as np
 
 from ragline.core.principal import Principal
 from ragline.core.types import CollectionInfo
-from ragline.errors import InvalidInput
+from ragline.errors import CollectionNotFound, InvalidInput, ModelNotFound
 from ragline.services.answers import AnswerServices
-from ragline.services.chat import ChatRequest, PreparedTurn
+from ragline.services.chat import (
+    MAX_MESSAGE_CHARS,
+    AnswerOptions,
+    ChatRequest,
+    PreparedTurn,
+)
 from ragline.services.checklists import (
     Checklist,
     EnrichedContext,
@@ -34,10 +39,17 @@ from ragline.services.search_retriever import ScopedRetriever
 from ragline.services.searching import SearchRequest
 
 if TYPE_CHECKING:
-    from ragline.facade import Services
+    from ragline.facade import CollectionView, Services
     from ragline.settings import Settings
 
+__all__ = ["COMPLETION_MODEL_PREFIX", "GENERAL_MODEL", "AnswerOptions", "AnswersMixin"]
+
 T = TypeVar("T")
+
+GENERAL_MODEL = "ragline"
+"""``/v1``'s model without a knowledge base: spec 001's general (or tool) path."""
+COMPLETION_MODEL_PREFIX = "ragline/"
+"""``/v1``'s model ids of collections: ``ragline/<collection>``."""
 
 
 class AnswersMixin:
@@ -48,6 +60,7 @@ class AnswersMixin:
         def services(self) -> Services: ...
         def owner(self) -> Principal: ...
         def _collection(self, caller: Principal, name: str) -> CollectionInfo: ...
+        def list_collections(self, caller: Principal) -> list[CollectionView]: ...
         def call_sync(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T: ...
 
     @property
@@ -87,6 +100,43 @@ class AnswersMixin:
         turn = await self.chat_turn(caller, message, conversation_id=conversation_id,
                                     collection=collection)
         return await turn.run()
+
+    # -- the OpenAI-compatible surface (/v1, issue 40) ---------------------------------
+    def completion_models(self, caller: Principal) -> list[tuple[str, str]]:
+        """What ``GET /v1/models`` lists for this caller: ``(model id, created_at)`` for each
+        collection the caller may read (``ragline/<collection>``, through the normal
+        collection listing, so every access rule applies), then the general model
+        ``ragline`` when a chat model is configured."""
+        out = [(COMPLETION_MODEL_PREFIX + c.name, c.created_at)
+               for c in self.list_collections(caller)]
+        if self.llm_configured:
+            out.append((GENERAL_MODEL, ""))
+        return out
+
+    async def completion_turn(self, caller: Principal, model: str, message: str,
+                              history: list[str], options: AnswerOptions) -> PreparedTurn:
+        """One stateless turn of ``POST /v1/chat/completions``: ``model`` names a collection
+        (``ragline/<name>``, the caller's access checked like a chat turn's) or the
+        general model (no knowledge base); ``history`` holds the earlier user messages."""
+        self._answers.llm()  # 503 naming the settings before any other complaint
+        general = model == GENERAL_MODEL
+        collection = None
+        if not general:
+            name = model.removeprefix(COMPLETION_MODEL_PREFIX)
+            if name == model or not name:
+                raise ModelNotFound(f"The model '{model}' does not exist: GET /v1/models "
+                                    "lists yours ('ragline/<collection>' or 'ragline')")
+            try:
+                collection = self._collection(caller, name).name
+            except CollectionNotFound:
+                raise ModelNotFound(f"The model '{model}' does not exist: no collection "
+                                    f"'{name}' for this key (GET /v1/models)") from None
+        if len(message.strip()) > MAX_MESSAGE_CHARS:
+            raise InvalidInput(f"The last user message is longer than {MAX_MESSAGE_CHARS} "
+                               "characters")
+        return await self._answers.chat.prepare(ChatRequest(
+            caller.tenant, message, None, collection, self._scoped(caller), history=history,
+            general=general, options=options))
 
     def get_conversation(self, caller: Principal, conversation_id: str) -> dict[str, Any]:
         return self._answers.conversations.get(caller.tenant, conversation_id).as_dict()

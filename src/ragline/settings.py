@@ -356,6 +356,10 @@ class Settings(BaseSettings):
     chat_num_candidates: int = Field(100, ge=1, le=1000, description="Candidates per search "
                                      "list (spec 001 numCandidates).")
     checklist_top_k: int = Field(5, ge=1, le=50, description="Runbook chunks per checklist.")
+    openai_citations: bool = Field(
+        False, description="/v1/chat/completions: append the sources to the answer text as "
+        "numbered citations ('[1] title (path or URL)'); they are always in the 'ragline' "
+        "extension field.")
 
     # --- server ------------------------------------------------------------
     worker_threads: int = Field(

@@ -98,6 +98,13 @@ async def test_stream_yields_deltas_in_order(server: Server) -> None:
     parts = [p async for p in llm.stream([{"role": "user", "content": "hi"}])]
     assert parts == ["Hello", " there", " friend"]
     assert server.requests[0]["body"]["stream"] is True
+    assert server.requests[0]["body"]["temperature"] == 0.0 and "stop" not in server.requests[0][
+        "body"]
+    # a client's own settings (/v1/chat/completions) override the configured ones
+    assert [p async for p in llm.stream([{"role": "user", "content": "hi"}], max_tokens=9,
+                                        temperature=0.7, stop=["\n\n"])] == parts
+    body = server.requests[1]["body"]
+    assert (body["temperature"], body["max_tokens"], body["stop"]) == (0.7, 9, ["\n\n"])
 
 
 async def test_transient_failures_are_retried_honouring_retry_after(server: Server) -> None:

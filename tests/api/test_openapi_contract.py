@@ -46,7 +46,7 @@ app = create_app(ragline=_rl)
 # selected by configuration), so they answer 503 llm_not_configured, which
 # not_a_server_error counts as a failure. Their bodies, statuses and SSE framing are
 # covered by tests/answers/test_answers_api.py (with a scripted model) and tests/llm.
-ANSWER_ROUTES = ["/api/chat", "/api/checklists"]
+ANSWER_ROUTES = ["/api/chat", "/api/checklists", "/v1/chat/completions"]
 # Connections are left out too: a generated one points at a made-up server, after which
 # every `?service=` call routed to it answers the documented 502 (upstream unreachable),
 # which not_a_server_error counts as a failure whatever route it lands on. Connections and

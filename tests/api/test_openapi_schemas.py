@@ -123,8 +123,10 @@ def test_hardening_statuses_are_documented(doc: dict[str, Any]) -> None:
             assert responses["429"]["headers"]["Retry-After"]["required"] is True
         for status, response in responses.items():
             if status[0] in "45":
+                # /v1 answers OpenAI's error shape, the request guard's answers included
+                body = "OpenAIErrorBody" if path.startswith("/v1/") else "ErrorBody"
                 assert response["content"][JSON]["schema"] == {
-                    "$ref": "#/components/schemas/ErrorBody"}, f"{where} {status}"
+                    "$ref": f"#/components/schemas/{body}"}, f"{where} {status}"
     statuses = {(m, p): set(op["responses"]) for p, m, op in operations(doc)}
     for key in [("post", "/ingestion/trigger"), ("post", "/api/rag/ingest/upload"),
                 ("post", "/api/rag/ingest/url"), ("post", "/api/rag/ingest/text"),
@@ -303,6 +305,17 @@ def test_real_responses_match_their_declared_schemas(
     call("post", "/api/checklists", 200, json={"title": "High CPU", "labels": {"c": "cpu"},
                                                "collection": "kb"})
     call("delete", f"/api/conversations/{answer['conversation_id']}", 204)
+    # the OpenAI-compatible API: its models, a completion (JSON and stream), its errors
+    call("get", "/v1/models", 200)
+    llm.replies += ['{"tool_name": "none"}', "Over topics."]
+    call("post", "/v1/chat/completions", 200, json={
+        "model": "ragline/kb", "messages": [{"role": "user", "content": "nodes?"}]})
+    llm.replies += ['{"tool_name": "none"}', "Over topics."]
+    call("post", "/v1/chat/completions", 200, json={
+        "model": "ragline", "stream": True, "messages": [{"role": "user", "content": "hi"}]})
+    call("post", "/v1/chat/completions", 400, json={"model": "ragline/kb", "messages": []})
+    call("post", "/v1/chat/completions", 404, json={
+        "model": "ragline/nope", "messages": [{"role": "user", "content": "hi"}]})
     # operations and keys
     call("get", "/info", 200)
     call("get", "/api/providers", 200)

@@ -29,6 +29,7 @@ from ragline.api.routes import (
     ingestion,
     keys,
     meta,
+    openai_v1,
     rag_ingest,
     rerank,
     search,
@@ -63,6 +64,7 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
                   docs_url=None, redoc_url=None)  # served offline by docs_ui
     errors.install(app)
     middleware.install(app, settings)
+    app.add_middleware(openai_v1.OpenAIErrorShape)  # around the guard: /v1 errors OpenAI's
     openapi.install(app)
     docs_ui.install(app)
     app.include_router(meta.router)
@@ -78,7 +80,7 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
     routing.install(app, [search.collection_router, documents.router, collections.router,
                           sources.router])
     for module in (health, connections, search, ingestion, context, rag_ingest,
-                   rerank, keys, admin, chat, checklists):
+                   rerank, keys, admin, chat, checklists, openai_v1):
         app.include_router(module.router)
     console.install(app)
     _install_mcp(app)

@@ -86,7 +86,7 @@ def _statuses(path: str, method: str) -> list[str]:
     if "{" in path or path in ("/search", "/context", "/lesson"):
         out.append("404")
     if method in ("post", "put", "delete"):
-        out += ["403", "409", "413"]
+        out += ["403", "413"] + ([] if path.startswith("/v1/") else ["409"])  # /v1 stores nothing
     if path.startswith("/collections"):  # ?service=: unknown id 404, unreachable 502
         out += ["404", "502"]
     if path in JOB_ROUTES:

@@ -16,6 +16,10 @@ One turn:
 5. the answer streams as tokens; the user and assistant messages and the new topic
    are stored together when it is complete.
 
+A stateless turn (``/v1/chat/completions``, ``ChatRequest.history`` set) has no stored
+conversation: its topic comes from the earlier user messages the client sent
+(:func:`~ragline.services.topics.history_topic`) and nothing is written in 5.
+
 :meth:`ChatService.prepare` does 1-4 and raises ordinary errors (404, 503...), so
 the HTTP layer can answer with a status before a stream starts;
 :meth:`PreparedTurn.events` streams 5.
@@ -44,7 +48,7 @@ from ragline.services.rag_context import (
 )
 from ragline.services.tool_choice import ToolDecision, describe_tools, parse_tool_decision
 from ragline.services.tools.base import Tool, ToolContext
-from ragline.services.topics import plan_query
+from ragline.services.topics import history_topic, plan_query
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +70,19 @@ class ChatConfig:
 
 
 @dataclass
+class AnswerOptions:
+    """A client's own settings for the answer call (``/v1/chat/completions``): a system
+    message sent before the synthesis prompt, and ``temperature``, ``max_tokens`` and
+    ``stop`` passed to the model. Ragline's own short calls (topic, tool decision) keep
+    theirs: a client's stop sequence must not cut the tool decision's JSON."""
+
+    system: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    stop: list[str] | None = None
+
+
+@dataclass
 class ChatRequest:
     tenant: str
     message: str
@@ -74,6 +91,13 @@ class ChatRequest:
     # The facade's caller-scoped retriever (it refuses collections the caller may not
     # use, e.g. one a tool names); None: the service's own.
     retriever: Retriever | None = None
+    # A stateless turn (``/v1/chat/completions``): the client sends the earlier user
+    # messages instead of a conversation id; they give the turn its topic
+    # (:func:`history_topic`) and nothing is stored. None: a stored conversation.
+    history: list[str] | None = None
+    # No knowledge base (the general model): no retrieval, even with a default collection
+    general: bool = False
+    options: AnswerOptions = field(default_factory=AnswerOptions)
 
 
 @dataclass
@@ -107,8 +131,18 @@ class PreparedTurn:
         t_call = time.perf_counter()
         parts: list[str] = []
         first = True
-        async for delta in self.llm.stream([{"role": "user", "content": self.prompt}],
-                                           max_tokens=self.service.config.max_tokens):
+        opts = self.request.options
+        messages = [{"role": "user", "content": self.prompt}]
+        if opts.system:
+            messages.insert(0, {"role": "system", "content": opts.system})
+        extra: dict[str, Any] = {}  # only when set: a model without them still streams
+        if opts.temperature is not None:
+            extra["temperature"] = opts.temperature
+        if opts.stop:
+            extra["stop"] = opts.stop
+        async for delta in self.llm.stream(
+                messages, max_tokens=opts.max_tokens or self.service.config.max_tokens,
+                **extra):
             if first:
                 self.timings["first_token_ms"] = _ms(time.perf_counter() - self.t0)
                 first = False
@@ -126,7 +160,7 @@ class PreparedTurn:
         return {"answer": self.answer, **self.summary()}
 
     def summary(self) -> dict[str, Any]:
-        return {"conversation_id": self.conversation.id, "strategy": self.strategy,
+        return {"conversation_id": self.conversation.id or None, "strategy": self.strategy,
                 "path": self.path, "tool": self.tool, "sources": self.sources,
                 "query": self.query, "topic": self.topic, "timings": self.timings}
 
@@ -156,12 +190,16 @@ class ChatService:
             raise InvalidInput(f"'message' is longer than {MAX_MESSAGE_CHARS} characters")
         llm = self.llm()
         retriever = req.retriever or self.retriever
-        if req.conversation_id:
+        if req.history is not None:  # stateless: a topic from the history, nothing stored
+            conv = Conversation("", req.tenant, req.collection, history_topic(req.history),
+                                "", "")
+        elif req.conversation_id:
             conv = self.conversations.get(req.tenant, req.conversation_id, with_messages=False)
         else:
             conv = self.conversations.create(req.tenant, req.collection
                                              or self.config.default_collection)
-        collection = req.collection or conv.collection or self.config.default_collection
+        collection = (None if req.general else
+                      req.collection or conv.collection or self.config.default_collection)
         prompts = Prompts(self.config.assistant_name,
                           self.collection_metadata(collection) if collection else None)
         timings: dict[str, float] = {}
@@ -244,11 +282,12 @@ class ChatService:
     async def _finish(self, turn: PreparedTurn) -> None:
         meta = {"strategy": turn.strategy, "path": turn.path, "tool": turn.tool,
                 "sources": turn.sources}
-        self.conversations.append(
-            turn.request.tenant, turn.conversation.id,
-            [Message("user", turn.request.message.strip(), {"query": turn.query}),
-             Message("assistant", turn.answer, meta)],
-            topic=turn.topic)
+        if turn.request.history is None:
+            self.conversations.append(
+                turn.request.tenant, turn.conversation.id,
+                [Message("user", turn.request.message.strip(), {"query": turn.query}),
+                 Message("assistant", turn.answer, meta)],
+                topic=turn.topic)
         turn.timings["total_ms"] = _ms(time.perf_counter() - turn.t0)  # storage included
         turn.timings["llm_ms"] = _ms(turn.llm_s)
         turn.timings["overhead_ms"] = round(turn.timings["total_ms"] - turn.timings["llm_ms"], 2)

@@ -61,6 +61,21 @@ def fallback_topic(current: str, message: str) -> str:
     return normalize_topic(" ".join(words[-MAX_TOPIC_WORDS:]))
 
 
+def history_topic(user_messages: list[str]) -> str:
+    """The running topic of a conversation a client sent whole (``/v1/chat/completions``):
+    the first user message, then each later one folded in by :func:`fallback_topic`.
+    Deterministic and free: replaying the ``topic_update`` call for every earlier turn
+    would cost one model call per turn on every request. Empty without earlier turns, so
+    the turn is a ``first message (raw query)``."""
+    topic = ""
+    for message in user_messages:
+        if not message.strip():
+            continue
+        topic = fallback_topic(topic, message) if topic else (normalize_topic(message)
+                                                                or message.strip())
+    return topic
+
+
 @dataclass
 class QueryPlan:
     query: str

@@ -46,7 +46,11 @@ def scripted_openai_server(llm: ScriptedChatModel) -> Iterator[str]:
             except Exception as exc:  # a scripted failure: what a broken server would say
                 self._send(500, {"error": {"message": str(exc)}})
                 return
-            llm.calls[-1].stream = bool(body.get("stream"))
+            call = llm.calls[-1]
+            call.stream = bool(body.get("stream"))
+            call.temperature = body.get("temperature")
+            stop = body.get("stop")
+            call.stop = [stop] if isinstance(stop, str) else stop
             if body.get("stream"):
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")

@@ -45,6 +45,8 @@ class Call:
     json_mode: bool
     stream: bool
     max_tokens: int | None
+    temperature: float | None = None
+    stop: list[str] | None = None
 
     @property
     def prompt(self) -> str:
@@ -88,9 +90,10 @@ class ScriptedChatModel:
         self.calls.append(Call(messages, json_mode, False, max_tokens))
         return self._next(messages)
 
-    async def stream(self, messages: list[Message], *,
-                     max_tokens: int | None = None) -> AsyncIterator[str]:
-        self.calls.append(Call(messages, False, True, max_tokens))
+    async def stream(self, messages: list[Message], *, max_tokens: int | None = None,
+                     temperature: float | None = None,
+                     stop: list[str] | None = None) -> AsyncIterator[str]:
+        self.calls.append(Call(messages, False, True, max_tokens, temperature, stop))
         text = self._next(messages)
         for i, word in enumerate(text.split(" ")):
             yield word if i == 0 else " " + word

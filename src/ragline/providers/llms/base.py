@@ -30,9 +30,12 @@ class ChatModel(Protocol):
         """The whole answer text."""
         ...
 
-    def stream(self, messages: list[Message], *,
-               max_tokens: int | None = None) -> AsyncIterator[str]:
-        """The answer as text deltas, in order."""
+    def stream(self, messages: list[Message], *, max_tokens: int | None = None,
+               temperature: float | None = None,
+               stop: list[str] | None = None) -> AsyncIterator[str]:
+        """The answer as text deltas, in order. ``temperature`` and ``stop`` (a client's
+        own, from ``/v1/chat/completions``) override the model's configured ones; callers
+        pass them only when set, so a model written before they existed still streams."""
         ...
 
     @classmethod

@@ -88,9 +88,14 @@ class OpenAIChatModel:
         except (AttributeError, IndexError, TypeError):
             raise ProviderError(f"Malformed chat answer from {self.config.base_url}") from None
 
-    async def stream(self, messages: list[Message], *,
-                     max_tokens: int | None = None) -> AsyncIterator[str]:
+    async def stream(self, messages: list[Message], *, max_tokens: int | None = None,
+                     temperature: float | None = None,
+                     stop: list[str] | None = None) -> AsyncIterator[str]:
         body = self._body(messages, max_tokens)
+        if temperature is not None:
+            body["temperature"] = temperature
+        if stop:
+            body["stop"] = stop
         # Only opening the stream is retried: once tokens flowed, a retry would repeat them.
         chunks = await self.retrier.acall(
             lambda: self._client.chat.completions.create(stream=True, **body))
