@@ -95,7 +95,7 @@ def render(f: BannerFacts) -> str:
 def open_terminal() -> TextIO | None:
     """The process's controlling terminal for writing, or None (a service, a container)."""
     try:
-        return open("/dev/tty", "w", encoding="utf-8")  # noqa: SIM115 - closed by write()
+        return open("/dev/tty", "w", encoding="utf-8")  # closed by write()
     except OSError:
         return None
 
