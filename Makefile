@@ -1,5 +1,5 @@
 # Everything a fresh machine needs is installed from here; see README.md.
-#   make serve   lean runtime venv (ragline[local], no torch) + the cached model
+#   make serve   lean runtime venv (ragline[local,mcp], no torch) + the cached model
 #   make test    the same venv plus test tools and the accuracy-test references
 PY ?= python3
 VENV := .venv

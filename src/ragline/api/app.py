@@ -86,8 +86,12 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
 
 
 def _install_mcp(app: FastAPI) -> None:
-    """``/mcp`` when the ``mcp`` package is installed (extra ``ragline[mcp]``)."""
+    """``/mcp`` when the ``mcp`` package is installed (extra ``ragline[mcp]``); without
+    it, a 503 naming the extra."""
     if importlib.util.find_spec("mcp") is None:
+        from ragline.api.mcp_server import missing
+
+        missing.install(app)
         return
     from ragline.api.mcp_server import http as mcp_http
 
