@@ -69,6 +69,6 @@ def test_openapi_declares_both_key_schemes(client: TestClient) -> None:
     assert schemes["apiKey"]["in"] == "header" and schemes["apiKey"]["name"] == "X-API-Key"
     for path, ops in doc["paths"].items():
         for method, op in ops.items():
-            want = [] if path in ("/health", "/ingestion/webhook/github") else \
+            want: list[dict[str, list[str]]] = [] if path in ("/health", "/ingestion/webhook/github") else \
                 [{"bearer": []}, {"apiKey": []}]
             assert op["security"] == want, (method, path)
