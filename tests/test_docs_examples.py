@@ -341,10 +341,10 @@ def test_ingestion_building_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.slow
-def test_ingestion_facade(tmp_path: Path) -> None:
+def test_ingestion_facade(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """docs/ingestion.md's `Ragline.ingest` example: a directory, an upload, text and a URL."""
     need_model()
-    from ragline.facade import IngestSource, Ragline
+    from ragline.facade import Ragline
     from ragline.settings import Settings
     from ragline.testing.server import serve_handler, static_page
 
@@ -352,20 +352,21 @@ def test_ingestion_facade(tmp_path: Path) -> None:
     page = b"<html><head><title>A page</title></head><body><p>Rovers climb dunes.</p></body>"
 
     shutil.copytree(BOOK, tmp_path / "book")
-    settings = Settings(data_dir=tmp_path / "data", ingest_allowed_roots=[tmp_path],  # type: ignore[call-arg]
-                        allow_private_urls=True, _env_file=None)
     fpdf = pytest.importorskip("fpdf", reason="fpdf2 (ragline[dev]) writes the sample PDF")
     pdf = fpdf.FPDF()
     pdf.add_page()
     pdf.set_font("helvetica", size=12)
     pdf.cell(text="Field notes: the rover climbs slowly over dunes.")
-    ns: dict[str, Any] = {"Ragline": Ragline, "IngestSource": IngestSource,
-                          "settings": settings, "data": bytes(pdf.output()),
-                          "text": "My notes about wheels."}
+    (tmp_path / "notes.pdf").write_bytes(bytes(pdf.output()))
+    monkeypatch.chdir(tmp_path)  # the example's ./data and ./notes.pdf
+    # the URL is a local test page, which only allow_private_urls lets it fetch
+    monkeypatch.setenv("RAGLINE_ALLOW_PRIVATE_URLS", "true")
+    ns: dict[str, Any] = {}  # nothing injected: the example names everything it uses
     with serve_handler(static_page(page, "text/html")) as site:
         code = (block.code.replace("/srv/book/docs", str(tmp_path / "book"))
                 .replace("https://example.com/a", f"{site}/a"))
         exec(compile(code, "docs/ingestion.md", "exec"), ns)
+    settings = Settings(data_dir=tmp_path / "data", _env_file=None)  # type: ignore[call-arg]
     assert ns["job"].status == "succeeded" and ns["job"].collection == "book"
     with Ragline(settings) as rl:
         assert rl.get_collection(rl.owner(), "book").count > 0
