@@ -55,3 +55,22 @@ def test_rerank_without_a_cross_encoder_names_the_setting(client: TestClient) ->
     r = client.post("/collections/book/search", json={"query": "t", "rerank": True})
     assert r.status_code == 200
     assert any("cross_encoder_model" in w for w in r.json()["warnings"]), r.json()
+
+
+def test_chat_without_a_collection_names_the_default_setting(tmp_path: Path) -> None:
+    """The console's old failure: every message answered a bare "Collection 'knowledge'
+    not found" when the default collection did not exist."""
+    from ragline.testing.scripted_llm import ScriptedChatModel
+
+    settings = fake_settings(tmp_path, default_collection="knowledge",
+                             allowed_hosts=["testserver"])
+    rl = Ragline(settings, llm=ScriptedChatModel()).start()
+    try:
+        with TestClient(create_app(ragline=rl)) as c:
+            _refusal(c.post("/api/chat", json={"message": "hi", "stream": False}), 404,
+                     "RAGLINE_DEFAULT_COLLECTION")
+            rl.create_collection(rl.owner(), "knowledge", embed={"provider": "fake"})
+            ok = c.post("/api/chat", json={"message": "hi", "stream": False})
+            assert ok.status_code == 200, ok.text
+    finally:
+        rl.close()
