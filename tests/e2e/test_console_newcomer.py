@@ -140,7 +140,8 @@ def test_empty_collection_says_so(page: Any, world: World) -> None:
     console.open("search")
     page.select_option("#search-collection", "empty")
     notice = page.locator("#search-empty")
-    assert notice.is_visible() and "no documents" in notice.inner_text()
+    notice.wait_for(state="visible")
+    assert "no documents" in notice.inner_text()
     page.select_option("#search-collection", "docs")
     assert not notice.is_visible()
 
@@ -154,6 +155,7 @@ def test_chat_picks_a_collection_without_default_collection(page: Any, world: Wo
     console.sign_in()
     assert page.is_visible("#nav-chat")
     console.open("chat")
+    page.wait_for_selector("#chat-collection option", state="attached")
     options = page.eval_on_selector_all("#chat-collection option", "os => os.map(o => o.value)")
     assert set(options) == {"docs", "empty"}
     assert page.input_value("#chat-collection") == "docs"  # the one with documents
@@ -184,11 +186,13 @@ def test_chat_without_a_model_says_which_settings(page: Any,
         console = Console(page, srv.url, (data / "admin-key.txt").read_text().strip())
         console.sign_in()
         console.open("chat")
+        page.wait_for_selector("#chat-notice", state="visible")
         notice = page.inner_text("#chat-notice")
         assert "No chat model is configured" in notice and "RAGLINE_LLM_BASE_URL" in notice
         assert page.is_disabled("#chat-form button[type=submit]")
         console.open("providers")
-        assert "no chat model configured" in page.inner_text("#health")
+        page.wait_for_function("document.querySelector('#health').textContent"
+                               ".includes('no chat model configured')")
         console.shot("newcomer-chat-unconfigured")
         assert _errors(console) == []
     finally:
