@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs ragline into the virtualenv whose bin/ is $1, saying what it does.
-#   install.sh BIN runtime   what `make serve` needs: ragline[local] + the model
+#   install.sh BIN runtime   what `make serve` needs: ragline[local,mcp] + the model
 #   install.sh BIN dev       adds test/lint tools and the reference models the
 #                            accuracy tests compare against (torch, CPU wheel)
 # Kept separate from the Makefile so each step can say why it is there.
@@ -13,8 +13,9 @@ step() { printf '==> [%3ds] %s\n' "$((SECONDS - T0))" "$*"; }
 
 if [ "$WHAT" = runtime ]; then
   # The runtime: no torch, no transformers. onnxruntime + tokenizers run the model.
-  step "installing ragline with the local embedder (ragline[local])"
-  "${PIP[@]}" -e ".[local]"
+  # MCP (`/mcp`, `ragline mcp`) is part of it: the SDK is small and pure Python.
+  step "installing ragline with the local embedder and MCP (ragline[local,mcp])"
+  "${PIP[@]}" -e ".[local,mcp]"
   # The embedding model is built once per machine, outside the venv (a throwaway
   # build environment holds torch; the result is cached by recipe, see the script).
   step "checking the local embedding model"

@@ -92,6 +92,22 @@ def test_banner_says_where_and_who(served: tuple[str, Path], clone: Path) -> Non
     assert re.search(rf"Data +{re.escape(str((clone / 'data').resolve()))} +\(0 collections\)",
                      text)
     assert re.search(r"Auth +\S", text)
+    assert re.search(r"Chat +no chat model configured", text)
+    # the output is a log file here, not a terminal: the key is in the key file only
+    key = (clone / "data" / "admin-key.txt").read_text().strip()
+    assert key not in text and "admin-key.txt" in text
+
+
+def test_make_serve_installs_mcp(served: tuple[str, Path], clone: Path) -> None:
+    url, _ = served
+    key = (clone / "data" / "admin-key.txt").read_text().strip()
+    r = httpx.post(url + "/mcp", timeout=60, headers={
+        "authorization": f"Bearer {key}", "accept": "application/json, text/event-stream"},
+        json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "fresh-clone", "version": "1"}}})
+    assert r.status_code == 200, r.text
+    assert r.json()["result"]["serverInfo"]["name"]
 
 
 def test_docs_render_without_network(served: tuple[str, Path]) -> None:

@@ -751,7 +751,9 @@ class Ragline(AnswersMixin):
 
     # -- operations --------------------------------------------------------------------
     def health(self) -> dict[str, Any]:
-        return self.services.operations.health()
+        # chat: whether /api/chat can answer (the console shows a clear state when not)
+        return {**self.services.operations.health(),
+                "chat": {"configured": self.llm_configured}}
 
     @staticmethod
     def format_versions() -> dict[str, int]:

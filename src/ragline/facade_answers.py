@@ -91,6 +91,9 @@ class AnswersMixin:
         self._answers.llm()  # 503 naming the settings before any other complaint
         if collection:
             self._collection(caller, collection)
+        elif not conversation_id and self.settings.default_collection:
+            # the configured default: a missing one is a 404 naming the setting
+            collection = self._name(caller, None)
         return await self._answers.chat.prepare(ChatRequest(
             caller.tenant, message, conversation_id, collection, self._scoped(caller)))
 

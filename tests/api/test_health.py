@@ -58,3 +58,18 @@ def test_info_reports_background_indexing(client: TestClient) -> None:
     assert idx["builds"] == 0 and idx["failures"] == 0
     assert idx["pending"] == 0  # 7 points: far below the build threshold
     assert idx["building"] is False and idx["last_swap_stall_ms"] is None
+
+
+def test_openapi_declares_both_key_schemes(client: TestClient) -> None:
+    """Issue 33: /docs gets an Authorize button, and "Try it out" sends the key, only when
+    the document declares how a key is sent: bearer or X-API-Key, either one."""
+    doc = client.get("/openapi.json").json()
+    schemes = doc["components"]["securitySchemes"]
+    assert schemes["bearer"] == {**schemes["bearer"], "type": "http", "scheme": "bearer"}
+    assert schemes["apiKey"]["in"] == "header" and schemes["apiKey"]["name"] == "X-API-Key"
+    for path, ops in doc["paths"].items():
+        for method, op in ops.items():
+            keyless = path in ("/health", "/ingestion/webhook/github")
+            want: list[dict[str, list[str]]] = [] if keyless else [{"bearer": []},
+                                                                   {"apiKey": []}]
+            assert op["security"] == want, (method, path)

@@ -135,7 +135,8 @@ def test_metrics_can_be_switched_off(tmp_path: Path) -> None:
                  _env_file=None)  # type: ignore[call-arg]
     with TestClient(create_app(s),
                     base_url="http://localhost") as c:
-        assert c.get("/metrics").status_code == 404
+        r = c.get("/metrics")
+        assert r.status_code == 404 and "metrics_enabled" in r.json()["message"]
 
 
 def test_json_logs_carry_the_request_id_of_the_response(settings: Settings) -> None:

@@ -74,7 +74,8 @@ def test_html_page_becomes_markdown(server: str) -> None:
 def test_same_local_url_is_refused_without_allow_private(server: str) -> None:
     with pytest.raises(InvalidInput) as err:
         fetch_url(f"{server}/page.html")
-    assert str(err.value) == "URL resolves to a loopback address (127.0.0.1); refusing to fetch"
+    assert str(err.value) == ("URL resolves to a loopback address (127.0.0.1); refusing to "
+                              "fetch (setting allow_private_urls permits private addresses)")
     assert err.value.details["reason"] == "a loopback address"
 
 
@@ -101,7 +102,8 @@ def test_localhost_name_is_refused() -> None:
 def test_non_public_addresses_are_refused_with_the_reason(url: str, reason: str) -> None:
     with pytest.raises(InvalidInput) as err:
         fetch_url(url)
-    assert str(err.value) == f"URL resolves to {reason}; refusing to fetch"
+    assert str(err.value) == (f"URL resolves to {reason}; refusing to fetch (setting "
+                              "allow_private_urls permits private addresses)")
 
 
 def test_public_address_passes_the_check() -> None:

@@ -68,8 +68,8 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
     openapi.install(app)
     docs_ui.install(app)
     app.include_router(meta.router)
-    if settings.metrics_enabled:
-        app.include_router(meta.metrics_router)
+    app.include_router(meta.metrics_router if settings.metrics_enabled
+                       else meta.metrics_off_router)
     # Outermost: every response, errors included, carries X-Request-ID.
     app.add_middleware(RequestContextMiddleware, access_log_enabled=settings.access_log)
     # every /collections/... route takes ?service= and is also served under /api. First,
@@ -88,8 +88,12 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
 
 
 def _install_mcp(app: FastAPI) -> None:
-    """``/mcp`` when the ``mcp`` package is installed (extra ``ragline[mcp]``)."""
+    """``/mcp`` when the ``mcp`` package is installed (extra ``ragline[mcp]``); without
+    it, a 503 naming the extra."""
     if importlib.util.find_spec("mcp") is None:
+        from ragline.api.mcp_server import missing
+
+        missing.install(app)
         return
     from ragline.api.mcp_server import http as mcp_http
 

@@ -19,6 +19,18 @@ from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel, Field
 
 PUBLIC = {"/health", "/version"}  # the webhook is authenticated by its signature: 401
+NO_KEY = {"/health", "/ingestion/webhook/github"}
+"""Operations that take no API key (the webhook is authenticated by its HMAC signature)."""
+
+SECURITY_SCHEMES = {
+    "bearer": {"type": "http", "scheme": "bearer",
+               "description": "Authorization: Bearer KEY. The first admin key is in "
+               "data/admin-key.txt; `ragline keys create` or POST /api/keys makes more."},
+    "apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key",
+               "description": "The same API key in an X-API-Key header."},
+}
+"""The two ways a key is sent (either one): declared so /docs has an Authorize button and
+"Try it out" sends the key."""
 
 
 class ErrorBody(BaseModel):
@@ -171,6 +183,8 @@ def install(app: FastAPI) -> None:
                 for param in op.get("parameters", []):
                     if param.get("in") == "path" and param["name"] in PARAM_EXAMPLES:
                         param.setdefault("example", PARAM_EXAMPLES[param["name"]])
+                op["security"] = [] if path in NO_KEY else [{n: []} for n in SECURITY_SCHEMES]
+        schema["components"]["securitySchemes"] = SECURITY_SCHEMES
         _restore_examples(schema)
         app.openapi_schema = schema
         return schema

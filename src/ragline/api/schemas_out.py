@@ -465,6 +465,9 @@ class HealthOut(BaseModel):
     disk: DiskStatus
     cross_encoder: dict[str, str] | None = Field(None, description="When a reranker is "
                                                  "loaded: its model and status.")
+    chat: dict[str, bool] | None = Field(None, description="`configured`: whether a chat "
+                                         "model is configured (without one, POST /api/chat "
+                                         "answers 503 naming the settings).")
 
     model_config = _example({
         "status": "healthy", "timestamp": TS, "version": "0.1.0",
@@ -472,7 +475,7 @@ class HealthOut(BaseModel):
                   "details": {"engine": "qdrant-edge", "open_shards": 1}, "error": None},
         "collections": 1, "storage_bytes": 2174976,
         "disk": {"free_bytes": 55223734272, "reserve_bytes": 268435456,
-                 "writes_allowed": True}})
+                 "writes_allowed": True}, "chat": {"configured": False}})
 
 
 class InfoCollection(BaseModel):

@@ -7,6 +7,7 @@ Settings are built here, once, from the environment plus the flags given.
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -253,7 +254,7 @@ def _banner(rl: object, host: str, port: int, first_key: str | None, api: object
 
     from ragline import __version__
     from ragline.api.docs_ui import has_console
-    from ragline.cli.banner import BannerFacts, render
+    from ragline.cli.banner import BannerFacts, write
     from ragline.facade import Ragline
 
     assert isinstance(rl, Ragline) and isinstance(api, FastAPI)
@@ -262,12 +263,19 @@ def _banner(rl: object, host: str, port: int, first_key: str | None, api: object
         "OFF (every caller is an admin of the default tenant)"
     if s.public_search_tenant:
         auth += f"; public search for tenant '{s.public_search_tenant}'"
-    typer.echo(render(BannerFacts(
+    chat = None
+    if s.llm_base_url and s.llm_model:  # user:password@ in the URL stays out of the banner
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(s.llm_base_url)
+        where = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+        chat = f"{s.llm_model} at {where}"
+    write(BannerFacts(
         version=__version__, host=host, port=port, data_dir=s.data_dir,
         collections=len(rl.list_collections(rl.owner())), auth=auth,
         console=has_console(api), log_format=s.log_format, config_file=s.config_file,
         first_admin_key=first_key, admin_key_file=s.data_dir / "admin-key.txt",
-    )), err=True)
+        chat_model=chat), sys.stderr)
 
 
 @app.command()

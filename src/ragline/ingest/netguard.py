@@ -128,7 +128,8 @@ def resolve_checked(
             reason = refusal_reason(address)
             if reason is not None:
                 raise InvalidInput(
-                    f"URL resolves to {reason} ({address}); refusing to fetch",
+                    f"URL resolves to {reason} ({address}); refusing to fetch (setting "
+                    "allow_private_urls permits private addresses)",
                     details={"host": host, "address": address, "reason": reason},
                 )
     return addresses

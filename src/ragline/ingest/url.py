@@ -113,14 +113,16 @@ def _read_capped(response: httpx.Response, max_bytes: int,
                  deadline: float | None = None) -> bytes:
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > max_bytes:
-        raise PayloadTooLarge(f"response is {declared} bytes; the limit is {max_bytes} bytes")
+        raise PayloadTooLarge(f"response is {declared} bytes; the limit is {max_bytes} bytes "
+                              "(setting url_fetch_max_bytes)")
     body = bytearray()
     try:
         for piece in response.iter_bytes():
             body += piece
             _check_deadline(deadline, response.url)  # a byte every few seconds adds up
             if len(body) > max_bytes:
-                raise PayloadTooLarge(f"response exceeds the limit of {max_bytes} bytes")
+                raise PayloadTooLarge(f"response exceeds the limit of {max_bytes} bytes "
+                                      "(setting url_fetch_max_bytes)")
     except httpx.HTTPError as exc:
         raise InvalidInput(f"could not read {response.url} ({exc})") from exc
     return bytes(body)

@@ -68,7 +68,8 @@ class DocumentService:
         if len(docs) > self.max_per_request:
             raise PayloadTooLarge(
                 f"Too many documents in one request: {len(docs)} (maximum "
-                f"{self.max_per_request}); send them in several requests"
+                f"{self.max_per_request}, setting max_documents_per_request); send them in "
+                "several requests"
             )
         info = self.collections.get(name)
         missing = [i for i, d in enumerate(docs) if d.embedding is None]

@@ -136,7 +136,8 @@ class IngestService:
                                    "refused)")
             root = Path(path).resolve()
             if not any(root.is_relative_to(Path(a).resolve()) for a in allowed):
-                raise InvalidInput(f"Path {str(path)!r} is not under an allowed ingestion root")
+                raise InvalidInput(f"Path {str(path)!r} is not under an allowed ingestion root "
+                                   "(setting RAGLINE_INGEST_ALLOWED_ROOTS)")
         root = Path(path).expanduser().resolve()
         if not root.is_dir():
             raise InvalidInput(f"Path {str(path)!r} does not exist or is not a directory")

@@ -87,7 +87,8 @@ class IngestionService:
             raw = text.encode("utf-8")
             if len(raw) > self.settings.max_upload_bytes:
                 raise PayloadTooLarge(f"Text too large: {len(raw)} bytes (limit "
-                                      f"{self.settings.max_upload_bytes} bytes)")
+                                      f"{self.settings.max_upload_bytes} bytes, setting "
+                                      "max_upload_bytes)")
             if len(raw) > self.settings.ingest_sync_max_bytes and not wait:
                 spec = JobSpec("text", collection, tenant, path=title, payload=raw,
                                trigger=src.trigger)
@@ -118,7 +119,8 @@ class IngestionService:
         filename = PurePosixPath((src.filename or "").replace("\\", "/")).name
         limit = self.settings.max_upload_bytes
         if len(data) > limit:
-            raise PayloadTooLarge(f"File too large: {len(data)} bytes (limit {limit} bytes)")
+            raise PayloadTooLarge(f"File too large: {len(data)} bytes (limit {limit} bytes, "
+                                  "setting max_upload_bytes)")
         suffix = PurePosixPath(filename).suffix.lower()
         if suffix not in PARSERS:
             raise InvalidInput(f"Unsupported file type {suffix or '(none)'!r}: upload one of "

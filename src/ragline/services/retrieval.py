@@ -294,7 +294,7 @@ class RetrievalService:
         reranker = self.reranker() if q.rerank else None
         if q.rerank and reranker is None:
             plan.warnings.append("rerank skipped: no cross-encoder loaded (start the server "
-                                 "with --cross-encoder)")
+                                 "with --cross-encoder, setting cross_encoder_model)")
         text = (q.query or "").strip()
         if reranker is not None and hits:
             ranked = reranker.rerank(text, [{"id": i, "text": h.text} for i, h in enumerate(hits)])

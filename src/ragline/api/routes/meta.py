@@ -12,6 +12,7 @@ from fastapi.responses import Response
 from ragline import __version__
 from ragline.api.deps import RL, Caller
 from ragline.api.schemas_out import VersionOut, ok
+from ragline.errors import NotFound
 
 router = APIRouter(tags=["operations"])
 
@@ -45,3 +46,12 @@ def prometheus_metrics(rl: RL, caller: Caller) -> Response:
     Admin keys only: the figures cover every tenant."""
     body, content_type = rl.metrics(caller)
     return Response(body, media_type=content_type)
+
+
+metrics_off_router = APIRouter()
+
+
+@metrics_off_router.get("/metrics", include_in_schema=False)
+def metrics_off(caller: Caller) -> None:
+    """Metrics switched off: a 404 that names the setting, not a bare one."""
+    raise NotFound("Metrics are off on this server (setting metrics_enabled)")

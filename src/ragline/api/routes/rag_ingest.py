@@ -85,7 +85,8 @@ async def _upload(request: Request, rl: Ragline, caller: Principal,
     limit = rl.settings.max_upload_bytes
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit + MULTIPART_SLACK:
-        raise PayloadTooLarge(f"File too large: {declared} bytes (limit {limit} bytes)")
+        raise PayloadTooLarge(f"File too large: {declared} bytes (limit {limit} bytes, "
+                              "setting max_upload_bytes)")
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
         raise InvalidInput(f"Send the file as multipart/form-data in the field '{FIELD}'")
     async with request.form(max_files=1, max_fields=10) as form:

@@ -163,6 +163,17 @@ async function loadEnvironment() {
 }
 
 function hasChat() { return state.paths.has("/api/chat"); }
+// /health says whether a chat model is configured; an older server does not say: assume so
+function chatConfigured() {
+  const chat = state.health && state.health.chat;
+  return !chat || chat.configured !== false;
+}
+// Server-side embedding ("embed") is what lets a text query run dense and hybrid search;
+// embedding_provider/embedding_model alone are spec 000 metadata (pre-computed vectors).
+function embedderOf(c) {
+  if (c.embed) return `${c.embed.provider}${c.embed.model ? " · " + c.embed.model : ""}`;
+  return "pre-computed vectors" + (c.embedding_provider ? ` (${c.embedding_provider})` : "");
+}
 function isAdmin() { return !state.me || !state.me.role || state.me.role === "admin"; }
 function hasRerank() {
   return Boolean(state.health && state.health.cross_encoder &&
@@ -230,7 +241,7 @@ const RENDER = {
   search: renderSearch,
   context: renderContext,
   ingest: renderIngest,
-  chat: async () => { $("#chat-input").focus(); },
+  chat: renderChat,
   providers: renderProviders,
 };
 
@@ -299,7 +310,7 @@ async function renderCollections() {
     h("td", { class: "num", text: fmtNum(c.count) }),
     h("td", { class: "num", text: fmtBytes(c.size_bytes) }),
     h("td", { class: "num", text: c.dimension ?? "" }),
-    h("td", { text: c.embedding_provider ? `${c.embedding_provider}${c.embedding_model ? " · " + c.embedding_model : ""}` : "pre-computed" }),
+    h("td", { text: embedderOf(c) }),
     h("td", { text: fmtTime(c.updated_at) }),
     h("td", { class: "actions" },
       isAdmin() ? h("button", { type: "button", class: "secondary small",
@@ -400,7 +411,7 @@ async function renderSearch(args) {
 
 function updateModes() {
   const c = state.collections.find(x => x.name === $("#search-collection").value);
-  const canEmbed = Boolean(c && c.embedding_provider && c.dimension);
+  const canEmbed = Boolean(c && c.embed);
   for (const opt of document.querySelectorAll("#search-mode option")) {
     const capOk = !opt.dataset.cap || state.storeCaps.size === 0 || state.storeCaps.has(opt.dataset.cap);
     const needsEmbed = opt.value === "dense" || opt.value === "hybrid";
@@ -408,6 +419,11 @@ function updateModes() {
     opt.hidden = !ok; opt.disabled = !ok;
   }
   if ($("#search-mode").selectedOptions[0]?.disabled) $("#search-mode").value = "";
+  const empty = $("#search-empty");
+  empty.textContent = !c ? "No collections yet: create one on the Collections page." :
+    c.count === 0 ? `Collection ${c.name} has no documents you can see yet: add some on the ` +
+      "Ingestion page (or POST /collections/" + c.name + "/documents)." : "";
+  empty.hidden = !empty.textContent;
 }
 
 async function onSearch(ev) {
@@ -700,6 +716,38 @@ function chatField() {
   } catch (e) { return "message"; }
 }
 
+async function renderChat() {
+  const cols = await loadCollections();
+  const sel = $("#chat-collection");
+  const current = sel.value || (state.lastSearch && state.lastSearch.collection);
+  sel.replaceChildren(...cols.map(c => h("option", { value: c.name },
+    `${c.name} (${fmtNum(c.count)})`)));
+  if (current && cols.some(c => c.name === current)) sel.value = current;
+  else if (cols.some(c => c.count > 0)) sel.value = cols.find(c => c.count > 0).name;
+  updateChatState();
+  $("#chat-input").focus();
+}
+
+function updateChatState() {
+  const c = state.collections.find(x => x.name === $("#chat-collection").value);
+  const notice = $("#chat-notice");
+  let msg = "";
+  if (!chatConfigured()) {
+    msg = "No chat model is configured on this server: set RAGLINE_LLM_BASE_URL and " +
+      "RAGLINE_LLM_MODEL (any OpenAI-compatible server: Ollama, llama.cpp, vLLM) and restart " +
+      "it; see docs/answers.md. Search works without one.";
+  } else if (!c) {
+    msg = "No collections yet: create one and add documents, then ask about them here.";
+  } else if (c.count === 0) {
+    msg = `Collection ${c.name} has no documents you can see yet: answers will come from ` +
+      "the model's general knowledge, without sources.";
+  }
+  notice.textContent = msg;
+  notice.hidden = !msg;
+  $("#chat-form button[type=submit]").disabled = !chatConfigured();
+  $("#chat-input").disabled = !chatConfigured();
+}
+
 async function onChat(ev) {
   ev.preventDefault();
   const text = $("#chat-input").value.trim();
@@ -713,6 +761,8 @@ async function onChat(ev) {
   log.append(answer);
   $("#chat-input").value = "";
   const body = { [chatField()]: text };
+  const collection = $("#chat-collection").value;
+  if (collection) body.collection = collection;
   if (state.conversationId) body.conversation_id = state.conversationId;
   try {
     const resp = await api("/api/chat", { method: "POST", body, raw: true,
@@ -775,7 +825,8 @@ async function renderProviders() {
       h("div", {}, h("dt", {}, "Collections"), h("dd", {}, fmtNum(hh.collections))),
       h("div", {}, h("dt", {}, "Storage"), h("dd", {}, fmtBytes(hh.storage_bytes))),
       h("div", {}, h("dt", {}, "Cross-encoder"), h("dd", {}, hh.cross_encoder ? (hh.cross_encoder.model || hh.cross_encoder.status || "loaded") : "none")),
-      h("div", {}, h("dt", {}, "Chat"), h("dd", {}, hasChat() ? "available" : "not available"))),
+      h("div", {}, h("dt", {}, "Chat"), h("dd", {}, !hasChat() ? "not available" :
+        chatConfigured() ? "chat model configured" : "no chat model configured"))),
     store.error ? h("p", { class: "error" }, store.error) : null].filter(Boolean));
   const prov = state.providers || {};
   const kinds = prov.kinds || Object.keys(prov).filter(k => Array.isArray(prov[k]));
@@ -810,6 +861,10 @@ function init() {
   $("#dir-form").addEventListener("submit", onDir);
   $("#jobs-refresh").addEventListener("click", () => refreshJobs().catch(e => toast(e.message, true)));
   $("#chat-form").addEventListener("submit", onChat);
+  $("#chat-collection").addEventListener("change", () => {
+    state.conversationId = null;  // a conversation stays with its collection
+    updateChatState();
+  });
   $("#chat-input").addEventListener("keydown", (e) => {
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) $("#chat-form").requestSubmit();
   });
