@@ -29,6 +29,7 @@ from ragline.errors import (
     ServiceUnavailable,
     TooManyRequests,
 )
+from ragline.ingest.loader import tree_sources
 from ragline.observability import metrics
 from ragline.observability.memory import release_freed_memory
 from ragline.services.ingest import IngestService
@@ -124,7 +125,9 @@ class JobService:
         if spec.kind == "directory":
             if path is None:
                 raise InvalidInput("'path' is required: the directory to ingest")
-            path = str(self.ingest.check_root(path, local=local))
+            root = self.ingest.check_root(path, local=local)
+            tree_sources(root, self.ingest.settings.ingest_patterns)  # 400 before 202
+            path = str(root)
             if spec.restrict is not None and spec.mode == "recreate":
                 raise InvalidInput("mode 'recreate' rebuilds everything; it takes no path list")
         elif spec.payload is None:
@@ -259,8 +262,9 @@ class JobService:
         if data is None:
             raise RaglineError("the job's input is gone (the server restarted)")
         if job.kind == "upload":
+            rel = job.restricted_paths[0] if job.restricted_paths else None
             res = self.ingest.ingest_bytes(job.collection, job.tenant, data,
-                                           job.path or "upload")
+                                           job.path or "upload", rel)
         else:
             res = self.ingest.ingest_text(job.collection, job.tenant, data.decode("utf-8"),
                                           job.path)
