@@ -270,7 +270,6 @@ class IngestService:
         try:
             doc = load_bytes(data, rel, defaults=t.defaults, path_pattern=t.path_pattern,
                              frontmatter_defaults=t.frontmatter_defaults)
-            stats.files_changed += 1
         except InvalidInput as exc:  # empty or unreadable: the source has no chunks now
             stats.files_failed += 1
             stats.warn(f"{exc.message}; its chunks are removed")

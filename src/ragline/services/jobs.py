@@ -186,12 +186,17 @@ class JobService:
                  job.kind, job.collection, job.mode, job.trigger,
                  extra={"job_id": job_id, "collection": job.collection})
 
+        written = [0]
+
         def report(stats: IngestStats) -> None:
             if progress is not None:
                 progress(stats)
             now = time.perf_counter()
-            if now - last[0] >= PROGRESS_EVERY_S:
+            # an acknowledged write is shown at once (the row never lags what search
+            # sees); other progress (files read, texts embedded) at most every 0.5 s
+            if now - last[0] >= PROGRESS_EVERY_S or stats.writes_acknowledged != written[0]:
                 last[0] = now
+                written[0] = stats.writes_acknowledged
                 self.table.progress(job_id, stats.counters(), stats.warnings)
             done = stats.files_done
             if done - logged[0] >= every:
