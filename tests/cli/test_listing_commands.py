@@ -15,6 +15,8 @@ from typer.testing import CliRunner
 
 from ragline.cli.common import fit_widths
 from ragline.cli.main import app
+from ragline.facade import Ragline
+from ragline.settings import Settings
 from tests.ingestion_support import copy_book
 
 pytestmark = pytest.mark.usefixtures("few_payload_indexes")
@@ -63,6 +65,20 @@ def test_every_listing_has_json_and_fits_80_columns(tmp_path: Path) -> None:
         if command[0] in ("jobs", "keys"):  # the ids people copy are whole
             first = listed[0]["job_id" if command[0] == "jobs" else "id"]
             assert any(line.startswith(first) for line in lines), (command, shown.stdout)
+    # verify's findings table too (a chunk the store lost is one)
+    chunk = json.loads(runner.invoke(app, ["documents", "list", "book", "--json", *data])
+                       .stdout)["documents"][0]["id"]
+    with Ragline(Settings(_env_file=None, data_dir=tmp_path / "data",  # type: ignore[call-arg]
+                          default_embedder="fake")) as rl:
+        info = rl.services.collections.get("book")
+        assert rl.services.store.delete_ids(info.shard, "default", [chunk]) == 1
+    found = runner.invoke(app, ["verify", *data], env={"COLUMNS": "80"})
+    assert found.exit_code == 1 and "problem(s) left" in found.stdout, found.output
+    lines = found.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80, found.stdout
+    header = next(line for line in lines if line.startswith("kind"))
+    assert header.split() == ["kind", "collection", "tenant", "source", "count", "what",
+                              "repaired"], found.stdout
 
 
 def test_fit_widths_keeps_headers_and_ids_whole_where_it_can() -> None:

@@ -172,19 +172,25 @@ def when(stamp: str | None) -> str:
     return (stamp or "")[:16].replace("T", " ")
 
 
-def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    """Rows as a table fitted to the terminal (80 columns stay readable: see
+def fitted(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]],
+           width: int) -> Table:
+    """Rows as a table fitted to ``width`` columns (80 stay readable: see
     :func:`fit_widths`); long values wrap inside their column."""
-    console = Console()
     cells = [["" if v is None else str(v) for v in row] for row in rows]
-    widths, gap = fit_widths(columns, cells, console.width)
+    widths, gap = fit_widths(columns, cells, width)
     t = Table(title=title, box=None, padding=(0, gap - 1, 0, 1) if gap == 2 else (0, 1, 0, 0),
               pad_edge=False, header_style="bold")
     for name, w in zip(columns, widths, strict=True):
         t.add_column(name, width=w, overflow="fold")
     for row in cells:
         t.add_row(*row)
-    console.print(t)
+    return t
+
+
+def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """Rows as a table fitted to the terminal, on stdout."""
+    console = Console()
+    console.print(fitted(title, columns, rows, console.width))
 
 
 def parse_json_option(value: str | None, name: str) -> Any:
