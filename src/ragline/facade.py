@@ -46,6 +46,7 @@ from ragline.errors import (
 )
 from ragline.facade_answers import AnswersMixin
 from ragline.facade_routed import Borrowed, RoutedFacades, connection_settings
+from ragline.ingest.loader import tree_sources
 from ragline.observability.metrics import render as metrics_render
 from ragline.providers.llms.base import ChatModel
 from ragline.providers.registry import registry
@@ -97,7 +98,7 @@ __all__ = [
     "IngestStats", "Job", "KeyRecord", "Outgoing", "Principal",
     "Ragline", "SearchHit", "SearchRequest", "SearchResponse", "SourceDetail", "SourceInfo",
     "VerifyReport", "holder_address", "job_counters",
-    "job_progress", "restore_backup", "unpack_backup",
+    "job_progress", "restore_backup", "tree_sources", "unpack_backup",
 ]
 
 

@@ -134,9 +134,19 @@ def test_an_overview_yields_to_the_lesson_it_summarises(client: TestClient) -> N
     got = ids(body)
     assert got[0].startswith("lidar") and got.index("readme") > got.index(got[0])
     assert "overviews" in body["stages"]
-    # the README keeps its score: only its place changes
+    # the README's place changes, and its score with it: never above the hit above it
+    # (issue 33: the list is in the order of the score the client sees); explain keeps
+    # the stage's own number
     score = {r["id"]: r["score"] for r in kept["results"]}
-    assert all(score[r["id"]] == pytest.approx(r["score"]) for r in body["results"])
+    shown = [r["score"] for r in body["results"]]
+    assert shown == sorted(shown, reverse=True)
+    readme = next(r for r in body["results"] if r["id"] == "readme")
+    assert readme["score"] < score["readme"]
+    assert all(score[r["id"]] == pytest.approx(r["score"]) for r in body["results"]
+               if r["id"] != "readme")
+    why = search(client, query="lidar sensors", mode="dense", explain=True)["results"]
+    assert next(r for r in why if r["id"] == "readme")["scores"]["own"] == \
+        pytest.approx(score["readme"])
     # nothing it summarises matched: it keeps first place
     cats = search(client, query="sensors motors cats", mode="sparse", limit=1,
                   where={"source_path": {"$in": ["ch1/README.md", "misc/cats.md"]}})
@@ -188,8 +198,10 @@ def test_relevance_threshold_needs_a_value_on_the_scale(client: TestClient) -> N
 
 
 def test_explain_reports_the_raw_score_of_each_leg(client: TestClient) -> None:
-    dense = {r["id"]: r["score"] for r in search(client, query=QUERY, mode="dense")["results"]}
-    sparse = {r["id"]: r["score"] for r in search(client, query=QUERY, mode="sparse")["results"]}
+    dense = {r["id"]: r["score"]  # the raw scores: no stage moves a hit
+             for r in search(client, query=QUERY, mode="dense", overviews="keep")["results"]}
+    sparse = {r["id"]: r["score"]
+              for r in search(client, query=QUERY, mode="sparse", overviews="keep")["results"]}
     body = search(client, query=QUERY, mode="hybrid", explain=True, overviews="keep")
     assert body["results"]
     for r in body["results"]:
@@ -211,8 +223,9 @@ def test_explain_shows_boosts(client: TestClient) -> None:
     body = search(client, query=QUERY, mode="dense", explain=True,
                   boost={"numeric_fields": {"bonus": 0.5}})
     assert all("boost" in r["scores"] for r in body["results"])
-    for r in body["results"]:
-        assert r["score"] == pytest.approx(r["scores"]["dense"] + r["scores"]["boost"])
+    for r in body["results"]:  # 'own': before the overview prior lowered it (issue 33)
+        ranked = r["scores"].get("own", r["score"])
+        assert ranked == pytest.approx(r["scores"]["dense"] + r["scores"]["boost"])
 
 
 # --- validation -------------------------------------------------------------------------
@@ -286,3 +299,46 @@ def test_relevance_threshold_needs_relevance(client: TestClient) -> None:
     assert r.json()["message"] == (
         "'relevance_threshold' compares each hit's relevance, which 'relevance': false "
         "turns off; drop one of them")
+
+
+# --- ranking honesty (issue 33) ---------------------------------------------------------
+
+
+def test_hits_come_in_the_order_of_their_score_with_every_option(client: TestClient) -> None:
+    """Every mode with every combination of the overview prior, boosts, MMR, grouping and
+    rerank: the results (and each group's companions) come in descending ``score``."""
+    import itertools
+
+    from ragline.providers.rerankers.cross_encoder import CrossEncoderReranker, ModelSource
+    from ragline.testing.cross_encoder import tiny_cross_encoder_dir
+
+    rl_of(client).services.reranker = CrossEncoderReranker.from_source(
+        ModelSource(str(tiny_cross_encoder_dir()), "--cross-encoder-path"))
+    tags = {"cats": ["lidar", "motors"], "motor-2": ["lidar"], "cam-copy": ["lidar"]}
+    docs = [{"id": i, "text": t, "metadata": {"source_path": p, "tags": tags.get(i, []),
+                                               "parent_doc_id": p.rsplit(".", 1)[0]}}
+            for i, t, p in DOCS]
+    r = client.post("/collections/q/documents", json={"documents": docs})  # upsert the tags
+    assert r.status_code == 200, r.text
+    options: dict[str, list[dict[str, Any]]] = {
+               "overviews": [{"overviews": "keep"}, {"overviews": "yield"}],
+               "boost": [{}, {"boost": {"query_tags": ["lidar", "motors"], "tag_weight": 5}}],
+               "mmr": [{}, {"mmr": 0.3}],
+               "group": [{}, {"group_by": "source", "group_size": 2}],
+               "rerank": [{}, {"rerank": True, "rerank_candidates": 8}]}
+    reordered: set[str] = set()
+    for mode in ("dense", "sparse", "hybrid"):
+        for combo in itertools.product(*options.values()):
+            body: dict[str, Any] = {k: v for part in combo for k, v in part.items()}
+            for query in ("lidar sensors", "lidar sensors motors wheels cameras"):
+                got = search(client, query=query, mode=mode, explain=True, **body)
+                rows = got["results"]
+                scores = [r["score"] for r in rows]
+                assert scores == sorted(scores, reverse=True), (mode, body, got)
+                for r in rows:
+                    inner = [r["score"], *(g["score"] for g in r.get("group") or [])]
+                    assert inner == sorted(inner, reverse=True), (mode, body, r)
+                    if "own" in r["scores"]:  # lowered to keep the order: never raised
+                        reordered.add(mode)
+                        assert r["scores"]["own"] > r["score"]
+    assert reordered == {"dense", "sparse", "hybrid"}  # the rule was exercised everywhere

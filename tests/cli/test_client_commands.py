@@ -206,24 +206,39 @@ def test_backup_and_restore(place: Place, tmp_path: Path) -> None:
     assert f"kept-{place.name}" in [c["name"] for c in json.loads(listed.stdout)["collections"]]
 
 
-def test_upload_fallback_when_the_server_reads_no_directories(tmp_path: Path) -> None:
-    live = LiveServer(tmp_path / "data", env={"RAGLINE_AUTH": "on"})  # no ingestion roots
+def test_upload_fallback_keeps_every_file_and_its_source_id(tmp_path: Path) -> None:
+    """Issue 33: the fallback once uploaded by base name, so a book's README.md files
+    replaced each other; each file now keeps the source id the server-side job gives it."""
+    from tests.api.test_same_source_every_path import EXPECTED_IDS, make_tree
+
+    allowed = make_tree(tmp_path / "allowed" / "tree")
+    other = make_tree(tmp_path / "other" / "tree")
+    (other / "skip.bin").write_bytes(b"\x00\x01")
+    live = LiveServer(tmp_path / "data", env={
+        "RAGLINE_AUTH": "on", "RAGLINE_INGEST_ALLOWED_ROOTS": json.dumps([str(allowed)])})
+    data = ["--data-dir", str(tmp_path / "data")]
     try:
         live.wait_ready()
-        docs = tmp_path / "docs"
-        docs.mkdir()
-        (docs / "a.md").write_text("# A\n\nAlpha text.\n")
-        (docs / "b.md").write_text("# B\n\nBeta text.\n")
-        (docs / "skip.bin").write_bytes(b"\x00\x01")
-        result = CliRunner().invoke(app, ["ingest", str(docs), "--collection", "up", "--quiet",
-                                          "--json", "--data-dir", str(tmp_path / "data")])
+        result = CliRunner().invoke(app, ["ingest", str(other), "--collection", "up",
+                                          "--quiet", "--json", *data])
         assert result.exit_code == 0, result.stderr
         out = json.loads(result.stdout.strip().splitlines()[-1])
-        assert out["failed"] == 0 and len(out["files"]) == 3
-        assert "uploading each file" in result.stderr
-        listed = CliRunner().invoke(app, ["documents", "list", "up", "--json", "--data-dir",
-                                          str(tmp_path / "data")])
-        assert DocumentList.model_validate_json(listed.stdout).total == 2
+        assert out["failed"] == 0 and len(out["files"]) == len(EXPECTED_IDS)
+        assert sorted(f["sourceId"] for f in out["files"]) == EXPECTED_IDS
+        assert "uploading each file with its path" in result.stderr
+        assert "RAGLINE_INGEST_ALLOWED_ROOTS" in result.stderr  # the setting to change
+        job = CliRunner().invoke(app, ["ingest", str(allowed), "--collection", "job",
+                                       "--quiet", "--json", *data])
+        assert job.exit_code == 0, job.stderr
+        assert json.loads(job.stdout.strip().splitlines()[-1])["status"] == "succeeded"
+        seen = {}
+        for name in ("up", "job"):
+            listed = CliRunner().invoke(app, ["sources", "list", "--collection", name,
+                                              "--json", *data])
+            assert listed.exit_code == 0, listed.stderr
+            seen[name] = {s["source_id"]: s["chunk_count"]
+                          for s in json.loads(listed.stdout)["sources"]}
+        assert sorted(seen["up"]) == EXPECTED_IDS and seen["up"] == seen["job"]
     finally:
         live.stop()
 

@@ -144,14 +144,19 @@ def test_sources_commands(tmp_path: Path) -> None:
                                "--data-dir", str(data), "--quiet"]).exit_code == 0
     base = ["--collection", "book", "--data-dir", str(data)]
     listed = runner.invoke(app, ["sources", "list", *base])
-    assert listed.exit_code == 0 and "│ README " in listed.output and "ingested" in listed.output
+    assert listed.exit_code == 0 and "\nREADME " in listed.output and "ingested" in listed.output
     assert "6 of 6 source(s)" in listed.output
-    shown = runner.invoke(app, ["sources", "show", sid(SENSING), *base])
+    as_json = json.loads(runner.invoke(app, ["sources", "list", "--json", *base]).stdout)
+    assert as_json["total"] == 6 and sid(SENSING) in [s["source_id"]
+                                                       for s in as_json["sources"]]
+    table = runner.invoke(app, ["sources", "show", sid(SENSING), *base])
+    assert table.exit_code == 0 and "in the store)" in table.output
+    shown = runner.invoke(app, ["sources", "show", sid(SENSING), "--json", *base])
     detail = json.loads(shown.output)
     assert detail["state"] == "ingested" and detail["chunks_in_store"] == detail["chunk_count"]
     assert detail["root"] == str(book.resolve())
     gone = runner.invoke(app, ["sources", "delete", sid(SENSING), *base])
     assert gone.exit_code == 0 and f"deleted {sid(SENSING)}" in gone.output
     missing = runner.invoke(app, ["sources", "show", sid(SENSING), *base])
-    assert missing.exit_code == 1 and "not found" in " ".join(missing.output.split())
+    assert missing.exit_code == 3 and "not found" in " ".join(missing.output.split())
     assert verify(data).exit_code == 0

@@ -6,7 +6,15 @@ from typing import Annotated
 
 import typer
 
-from ragline.cli.common import Yes, client_command, emit_json, parse_json_option, say, table
+from ragline.cli.common import (
+    Yes,
+    client_command,
+    emit_json,
+    parse_json_option,
+    say,
+    table,
+    when,
+)
 from ragline.cli.target import Target
 from ragline.client import models as m
 
@@ -19,7 +27,7 @@ def _show(cols: list[m.Collection], title: str | None = None) -> None:
     table(title, ["name", "documents", "dimension", "embedding", "metadata", "updated"],
           [(c.name, c.count, c.dimension,
             f"{c.embed['provider']}:{c.embed.get('model') or 'default'}" if c.embed else "",
-            ", ".join(f"{k}={v}" for k, v in c.metadata.items())[:60], c.updated_at[:19])
+            ", ".join(f"{k}={v}" for k, v in c.metadata.items())[:60], when(c.updated_at))
            for c in cols])
 
 

@@ -74,14 +74,17 @@ def reported() -> Iterator[None]:
 def client_command(fn: F) -> F:
     """Give a command the connection options and a ``target`` (server or data directory).
 
-    ``fn`` takes ``target`` and ``as_json`` plus its own parameters; the wrapper adds
+    ``fn`` takes ``target`` and ``as_json`` (and ``settings``, the CLI's, if it names it)
+    plus its own parameters; the wrapper adds
     ``--url --api-key --as-tenant --profile --data-dir`` and ``--json`` to its signature
     (so typer shows them), opens the target and reports errors with their exit codes.
     """
     from ragline.cli.target import Connection, open_target
 
     sig = inspect.signature(fn, eval_str=True)  # typer reads a set __signature__ as is
-    own = [p for name, p in sig.parameters.items() if name not in ("target", "as_json")]
+    own = [p for name, p in sig.parameters.items()
+           if name not in ("target", "as_json", "settings")]
+    wants_settings = "settings" in sig.parameters
     added = {"url": Url, "api_key": ApiKey, "as_tenant": AsTenant, "profile": Profile,
              "data_dir": DataDir, "as_json": AsJson}
     params = own + [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
@@ -98,11 +101,14 @@ def client_command(fn: F) -> F:
         data_dir = kwargs.pop("data_dir")
         with reported():
             settings = build_settings(data_dir)
+            if wants_settings:
+                kwargs["settings"] = settings
             with open_target(conn, settings) as target:
                 return fn(target=target, **kwargs)
 
     hints = {**inspect.get_annotations(fn, eval_str=True), **added}
     hints.pop("target", None)
+    hints.pop("settings", None)
     command.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
     command.__annotations__ = hints
     return command  # type: ignore[return-value]
@@ -129,18 +135,62 @@ def say(as_json: bool, value: Any, line: str) -> None:
         typer.echo(line)
 
 
+def fit_widths(columns: Sequence[str], rows: Sequence[Sequence[str]],
+               width: int) -> tuple[list[int], int]:
+    """Column widths that fit ``width``, and the gap between columns (2, or 1 when that
+    is what makes the table fit).
+
+    Each column starts at its natural width and the column with the most room to give
+    narrows first. A column goes no narrower than its header's longest word (headers
+    are not cut mid-word) nor its longest word (up to 12 characters); a first column
+    whose values all fit in 36 characters (ids people copy) is never cut. Only when
+    even that does not fit are the widest columns cut further (their values fold).
+    """
+    natural = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(columns)]
+    floor = [max([*(len(w) for w in h.split()),
+                  min(max((len(w) for r in rows for w in r[i].split()), default=1), 12)])
+             for i, h in enumerate(columns)]
+    if columns and natural[0] <= 36:
+        floor[0] = natural[0]
+    widths = [max(n, 1) for n in natural]
+    floor = [min(f, w) for f, w in zip(floor, widths, strict=True)]
+    gap = 2 if sum(floor) + 2 * (len(columns) - 1) <= width else 1
+    room = width - gap * (len(columns) - 1)
+    while sum(widths) > room:
+        slack = [w - f for w, f in zip(widths, floor, strict=True)]
+        i = max(range(len(widths)), key=lambda k: (slack[k], widths[k]))
+        if slack[i] <= 0:  # every column at its floor: cut the widest
+            i = max(range(len(widths)), key=lambda k: widths[k])
+            if widths[i] <= 1:
+                break
+        widths[i] -= 1
+    return widths, gap
+
+
+def when(stamp: str | None) -> str:
+    """An ISO timestamp as a table shows it: ``2026-11-29 07:10`` (wraps at the space)."""
+    return (stamp or "")[:16].replace("T", " ")
+
+
+def fitted(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]],
+           width: int) -> Table:
+    """Rows as a table fitted to ``width`` columns (80 stay readable: see
+    :func:`fit_widths`); long values wrap inside their column."""
+    cells = [["" if v is None else str(v) for v in row] for row in rows]
+    widths, gap = fit_widths(columns, cells, width)
+    t = Table(title=title, box=None, padding=(0, gap - 1, 0, 1) if gap == 2 else (0, 1, 0, 0),
+              pad_edge=False, header_style="bold")
+    for name, w in zip(columns, widths, strict=True):
+        t.add_column(name, width=w, overflow="fold")
+    for row in cells:
+        t.add_row(*row)
+    return t
+
+
 def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    """Rows as a rich table; the first column (the id people copy) is never cut."""
-    t = Table(title=title)
-    widest = max((len(str(r[0])) for r in rows), default=0)
-    for i, name in enumerate(columns):
-        if i == 0:
-            t.add_column(name, no_wrap=True, min_width=min(widest, 40))
-        else:
-            t.add_column(name)
-    for row in rows:
-        t.add_row(*("" if v is None else str(v) for v in row))
-    Console().print(t)
+    """Rows as a table fitted to the terminal, on stdout."""
+    console = Console()
+    console.print(fitted(title, columns, rows, console.width))
 
 
 def parse_json_option(value: str | None, name: str) -> Any:

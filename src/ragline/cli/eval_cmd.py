@@ -177,17 +177,15 @@ def _rank(value: int | None) -> str:
 
 
 def _print_report(console: Console, report: Any, elapsed: float) -> None:
-    from rich.table import Table
+    from ragline.cli.common import fitted
 
-    table = Table(title=f"{report.metrics['questions']} questions on "
-                  f"{report.config['collection']} (mode={report.config['mode']}) "
-                  f"in {elapsed:.1f}s")
-    for column in ("id", "rank", "source rank", "question", "top source"):
-        table.add_column(column, justify="right" if "rank" in column else "left")
-    for q in report.questions:
-        table.add_row(q.id, _rank(q.rank), _rank(q.source_rank), q.question[:60],
-                      q.top[0] if q.top else "")
-    console.print(table)
+    console.print(fitted(f"{report.metrics['questions']} questions on "
+                         f"{report.config['collection']} (mode={report.config['mode']}) "
+                         f"in {elapsed:.1f}s",
+                         ["id", "rank", "source rank", "question", "top source"],
+                         [(q.id, _rank(q.rank), _rank(q.source_rank), q.question[:60],
+                           q.top[0] if q.top else "") for q in report.questions],
+                         console.width))
     for name, value in report.metrics.items():
         console.print(f"  {name:>14}: {value:.4f}" if isinstance(value, float)
                       else f"  {name:>14}: {value}")

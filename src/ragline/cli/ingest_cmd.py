@@ -30,7 +30,8 @@ from ragline.cli.common import FAILED, client_command, emit_json
 from ragline.cli.target import LocalTarget, ServerTarget, Target, job_model
 from ragline.client import models as m
 from ragline.errors import InvalidInput
-from ragline.facade import IngestSource, IngestStats, Job, job_counters
+from ragline.facade import IngestSource, IngestStats, Job, job_counters, tree_sources
+from ragline.settings import Settings
 
 
 def _summary(job: Job, stats: IngestStats) -> Table:
@@ -59,7 +60,7 @@ DIRECTORY_JOB_OFF = "ingestion root"  # the server's refusal of directory paths 
 @client_command
 def ingest(
     path: Annotated[Path, typer.Argument(help="Directory to ingest (a book, a git checkout).")],
-    target: Target, as_json: bool,
+    target: Target, as_json: bool, settings: Settings,
     collection: Annotated[str, typer.Option(help="Collection (created if missing).")],
     mode: Annotated[str, typer.Option(help="incremental, full or recreate.")] = "incremental",
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
@@ -71,7 +72,8 @@ def ingest(
 
     With a server (``--url``, or one holding the data directory) the directory becomes a
     job on that server when it may read the path (RAGLINE_INGEST_ALLOWED_ROOTS); otherwise
-    each file is uploaded to it. With no server the data directory is opened here.
+    each file is uploaded to it with its path in the tree, so it gets the same source id
+    either way. With no server the data directory is opened here.
     """
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     console = Console(stderr=True)
@@ -87,9 +89,10 @@ def ingest(
     except InvalidInput as exc:
         if DIRECTORY_JOB_OFF not in exc.message:
             raise
-        console.print(f"the server does not read directories ({exc.message.split(' (')[0]}); "
-                      "uploading each file")
-        _upload_each(target, path, collection, quiet, console, as_json)
+        console.print(f"the server does not read this directory ({exc.message}); uploading "
+                      "each file with its path instead", highlight=False, markup=False)
+        _upload_each(target, tree_sources(path, settings.ingest_patterns), collection,
+                     quiet, console, as_json)
         return
     if not wait:
         emit_json(started) if as_json else typer.echo(started.job_id)
@@ -125,19 +128,20 @@ def _follow(target: ServerTarget, job_id: str, quiet: bool, console: Console) ->
             time.sleep(0.5)
 
 
-def _upload_each(target: ServerTarget, path: Path, collection: str, quiet: bool,
-                 console: Console, as_json: bool) -> None:
-    files = sorted(p for p in path.rglob("*") if p.is_file()
-                   and not any(part.startswith(".") for part in p.relative_to(path).parts))
+def _upload_each(target: ServerTarget, tree: dict[str, tuple[str, Path]],
+                 collection: str, quiet: bool, console: Console, as_json: bool) -> None:
+    """Upload the files a directory job would read (RAGLINE_INGEST_PATTERNS), each with its
+    relative path, so each becomes the source it would have been (same source id)."""
+    files = list(tree.values())
     results: list[dict[str, Any]] = []
     failed = 0
     with Progress(*_columns(), console=console, disable=quiet) as bar:
         task = bar.add_task("upload", total=len(files), chunks=0, rate="-")
         chunks = 0
-        for f in files:
-            rel = str(f.relative_to(path))
+        for rel, f in files:
             try:
-                done = target.ingest_upload(f.name, f.read_bytes(), collection=collection)
+                done = target.ingest_upload(f.name, f.read_bytes(), collection=collection,
+                                            path=rel)
             except InvalidInput as exc:
                 if "Unsupported file type" not in exc.message:
                     failed += 1

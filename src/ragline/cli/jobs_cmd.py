@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ragline.cli.common import FAILED, client_command, emit_json, say, table
+from ragline.cli.common import FAILED, client_command, emit_json, say, table, when
 from ragline.cli.target import Target
 from ragline.client import models as m
 
@@ -16,10 +16,14 @@ JobId = Annotated[str, typer.Argument(help="The job's id.")]
 
 
 def _rows(jobs: list[m.Job]) -> None:
-    table(None, ["job", "status", "collection", "mode", "files", "chunks", "created",
-                 "error"],
-          [(j.job_id, j.status, j.collection, j.mode, f"{j.files_done}/{j.files_total}",
-            j.chunks_created, (j.created_at or "")[:19], (j.error or "")[:40]) for j in jobs])
+    """Jobs as a table that fits 80 columns (the mode is in ``show --json``); the errors
+    of failed jobs follow it, whole."""
+    table(None, ["job", "status", "collection", "files", "chunks", "created"],
+          [(j.job_id, j.status, j.collection, f"{j.files_done}/{j.files_total}",
+            j.chunks_created, when(j.created_at)) for j in jobs])
+    for j in jobs:
+        if j.error:
+            typer.echo(f"{j.job_id}: {j.error}")
 
 
 @jobs_app.command("list")

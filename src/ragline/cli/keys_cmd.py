@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from ragline.cli.common import client_command, emit_json, say, table
+from ragline.cli.common import client_command, emit_json, say, table, when
 from ragline.cli.target import Target
 from ragline.client import models as m
 
@@ -45,8 +45,8 @@ def list_keys(target: Target, as_json: bool) -> None:
         emit_json(m.KeyList(keys=keys, count=len(keys)))
         return
     table(None, ["id", "role", "tenant", "name", "created", "last used", "revoked"],
-          [(k.id, k.role, k.tenant, k.name, k.created_at[:19], (k.last_used_at or "")[:19],
-            (k.revoked_at or "")[:19]) for k in keys])
+          [(k.id, k.role, k.tenant, k.name, when(k.created_at), when(k.last_used_at),
+            when(k.revoked_at)) for k in keys])
 
 
 @keys_app.command("revoke")

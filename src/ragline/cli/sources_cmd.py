@@ -1,82 +1,58 @@
-"""``ragline sources``: list, show and delete a collection's ingested sources.
-
-The same use cases as ``/collections/{c}/sources`` over HTTP, run in this
-process on the data directory (stop the server first), as the directory's owner
-in the default tenant.
-"""
+"""``ragline sources list|show|delete``: a collection's ingested sources, on a server or a
+data directory (the same use cases as ``/collections/{c}/sources``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-if TYPE_CHECKING:
-    from ragline.facade import Ragline
+from ragline.cli.common import client_command, emit_json, say, table, when
+from ragline.cli.target import Target
 
 sources_app = typer.Typer(help="Ingested sources of a collection (files, uploads, texts, "
                           "URLs).", no_args_is_help=True)
 
-DataDir = Annotated[Path | None, typer.Option(help="Data directory (default ./data).")]
 Collection = Annotated[str, typer.Option(help="Collection.")]
-
-
-def _open(data_dir: Path | None) -> Ragline:
-    from ragline.cli.main import build_settings
-    from ragline.facade import Ragline
-
-    return Ragline(build_settings(data_dir)).start()
-
-
-def _run(fn: Callable[[], None]) -> None:
-    from ragline.errors import RaglineError
-
-    try:
-        fn()
-    except RaglineError as exc:
-        Console(stderr=True).print(f"[red]error:[/red] {exc.message}")
-        raise typer.Exit(1 if exc.status == 404 else 2) from exc
+SourceId = Annotated[str, typer.Argument(help="The source's id (e.g. a/x/README).")]
 
 
 @sources_app.command("list")
-def list_cmd(collection: Collection, data_dir: DataDir = None,
-             limit: Annotated[int, typer.Option(help="At most this many.")] = 1000) -> None:
+@client_command
+def list_cmd(target: Target, as_json: bool, collection: Collection,
+             limit: Annotated[int, typer.Option(min=0, help="At most this many.")] = 1000,
+             offset: Annotated[int, typer.Option(min=0, help="Skip this many.")] = 0) -> None:
     """Every source with its state, chunk count, hash and last ingestion."""
-    def go() -> None:
-        with _open(data_dir) as rl:
-            sources, total = rl.list_sources(rl.owner(), collection, limit, 0)
-        table = Table(title=f"{collection}: {len(sources)} of {total} source(s)")
-        for col in ("source", "origin", "state", "chunks", "sha256", "updated"):
-            table.add_column(col)
-        for s in sources:
-            table.add_row(s.source_id, s.origin, s.state, str(s.chunk_count),
-                          (s.source_hash or "-")[:12], s.updated_at[:19])
-        Console().print(table)
-    _run(go)
+    page = target.list_sources(collection, limit=limit, offset=offset)
+    if as_json:
+        emit_json(page)
+        return
+    table(f"{collection}: {page.count} of {page.total} source(s)",
+          ["source", "origin", "state", "chunks", "sha256", "updated"],
+          [(s.source_id, s.origin, s.state, s.chunk_count, (s.source_hash or "-")[:12],
+            when(s.updated_at)) for s in page.sources])
 
 
 @sources_app.command("show")
-def show_cmd(source_id: str, collection: Collection, data_dir: DataDir = None) -> None:
+@client_command
+def show_cmd(source_id: SourceId, target: Target, as_json: bool,
+             collection: Collection) -> None:
     """One source with its chunk ids and how many the store holds."""
-    import json
-    from dataclasses import asdict
-
-    def go() -> None:
-        with _open(data_dir) as rl:
-            detail = rl.get_source(rl.owner(), collection, source_id)
-        typer.echo(json.dumps(asdict(detail), indent=2))
-    _run(go)
+    detail = target.get_source(collection, source_id)
+    if as_json:
+        emit_json(detail)
+        return
+    table(None, ["field", "value"],
+          [("source", detail.source_id), ("path", detail.source_path),
+           ("title", detail.title or ""), ("origin", detail.origin), ("state", detail.state),
+           ("chunks", f"{detail.chunk_count} ({detail.chunks_in_store} in the store)"),
+           ("sha256", detail.source_hash or "-"), ("updated", when(detail.updated_at))])
 
 
 @sources_app.command("delete")
-def delete_cmd(source_id: str, collection: Collection, data_dir: DataDir = None) -> None:
+@client_command
+def delete_cmd(source_id: SourceId, target: Target, as_json: bool,
+               collection: Collection) -> None:
     """Delete a source's chunks and its ingestion state together."""
-    def go() -> None:
-        with _open(data_dir) as rl:
-            n = rl.delete_source(rl.owner(), collection, source_id)
-        typer.echo(f"deleted {source_id}: {n} chunk(s)")
-    _run(go)
+    out = target.delete_source(collection, source_id)
+    say(as_json, out, f"deleted {source_id}: {out.count_deleted} chunk(s)")

@@ -163,6 +163,21 @@ class LocalTarget:
                                      dict(where) if where is not None else None)
         return m.DocumentsDeleted(status="deleted", collection=name, count_deleted=n)
 
+    # -- sources --------------------------------------------------------------------------
+    def list_sources(self, collection: str, *, limit: int = 100,
+                     offset: int = 0) -> m.SourceList:
+        found, total = self.rl.list_sources(self.me, collection, limit, offset)
+        rows = [m.Source(**asdict(s)) for s in found]
+        return m.SourceList(sources=rows, count=len(rows), total=total)
+
+    def get_source(self, collection: str, source_id: str) -> m.SourceDetail:
+        return m.SourceDetail(**asdict(self.rl.get_source(self.me, collection, source_id)))
+
+    def delete_source(self, collection: str, source_id: str) -> m.SourceDeleted:
+        n = self.rl.delete_source(self.me, collection, source_id)
+        return m.SourceDeleted(collection=collection, source_id=source_id, count_deleted=n,
+                               status="deleted")
+
     # -- search ---------------------------------------------------------------------------
     def search(self, collection: str | None = None, query: str | None = None, *,
                limit: int = 10, where: Mapping[str, Any] | None = None,

@@ -21,17 +21,16 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from ragline.cli.common import fitted
 from ragline.facade import VerifyReport
 
 
-def _table(report: VerifyReport) -> Table:
-    table = Table(title="ragline verify" + (" --repair" if report.repair else ""))
-    for col in ("kind", "collection", "tenant", "source", "count", "what", "repaired"):
-        table.add_column(col)
-    for f in report.findings:
-        table.add_row(f.kind, f.collection, f.tenant or "-", f.source_id or "-", str(f.count),
-                      f.message, ("yes" if f.repaired else "no") if f.problem else "notice")
-    return table
+def _table(report: VerifyReport, width: int) -> Table:
+    return fitted("ragline verify" + (" --repair" if report.repair else ""),
+                  ["kind", "collection", "tenant", "source", "count", "what", "repaired"],
+                  [(f.kind, f.collection, f.tenant or "-", f.source_id or "-", f.count,
+                    f.message, ("yes" if f.repaired else "no") if f.problem else "notice")
+                   for f in report.findings], width)
 
 
 def verify(
@@ -65,7 +64,7 @@ def verify(
     else:
         out = Console()
         if report.findings:
-            out.print(_table(report))
+            out.print(_table(report, out.width))
         left = [f for f in report.problems if not f.repaired]
         out.print(f"{report.collections} collection(s), {report.sources} source(s), "
                   f"{report.chunks} ingested chunk(s) checked: "

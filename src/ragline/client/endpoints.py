@@ -217,10 +217,13 @@ def ingest_url(url: str, *, collection: str | None = None) -> Call[m.Ingested]:
                 params={"collection": collection}, json={"url": url})
 
 
-def ingest_upload(filename: str, data: bytes, *,
-                  collection: str | None = None) -> Call[m.Ingested]:
+def ingest_upload(filename: str, data: bytes, *, collection: str | None = None,
+                  path: str | None = None) -> Call[m.Ingested]:
+    """``path``: the file's place in its tree (``a/x/README.md``), which gives the source
+    the id a directory job would (see the upload route)."""
     return Call("POST", "/api/rag/ingest/upload", _model(m.Ingested),
-                params={"collection": collection}, files={"documentFile": (filename, data)})
+                params={"collection": collection, "path": path},
+                files={"documentFile": (filename, data)})
 
 
 def job(job_id: str) -> Call[m.Job]:

@@ -207,3 +207,25 @@ def discover(root: str | Path, patterns: Iterable[str] = ("**/*.md", "**/*.mdx")
                 continue
             found[str(relative)] = path
     return [found[key] for key in sorted(found)]
+
+
+def tree_sources(root: str | Path, patterns: Iterable[str]) -> dict[str, tuple[str, Path]]:
+    """The files of a tree by source id (:func:`parent_doc_id` of the relative path) as
+    ``(relative POSIX path, file)``, in :func:`discover` order. Every path that ingests a
+    tree (a directory job, the webhook, the CLI's upload fallback) reads it through here,
+    so a file gets the same source id whichever path it takes.
+
+    Two files with one source id (``a/README.md`` and ``a/README.mdx``) would silently
+    replace each other: refused, naming the setting that chooses the files.
+    """
+    files: dict[str, tuple[str, Path]] = {}
+    for file in discover(root, patterns):
+        rel = file.relative_to(root).as_posix()
+        sid = parent_doc_id(rel)
+        if sid in files:
+            raise InvalidInput(
+                f"{rel} and {files[sid][0]} would be the same source ({sid!r}: a source id "
+                "is the path without its extension); rename one, or narrow "
+                "RAGLINE_INGEST_PATTERNS so only one of them is ingested")
+        files[sid] = (rel, file)
+    return files

@@ -63,8 +63,9 @@ def _summarised_by(metadata: Mapping[str, Any], folder: str) -> bool:
 
 def overviews_yield(hits: Sequence[ScoredRecord], window: int) -> list[ScoredRecord]:
     """Move each overview hit just below the best hit it summarises, when that hit is
-    among the first ``window``; other hits keep their order. Scores are untouched
-    (the list is a ranking; the moved overview keeps its own score)."""
+    among the first ``window``; other hits keep their order. Scores are untouched here;
+    retrieval then lowers a moved hit's score to the one above it (the list is in score
+    order, issue 33)."""
     firsts: dict[int, list[ScoredRecord]] = {}
     moved: set[int] = set()
     head = hits[:window]

@@ -33,8 +33,8 @@ from ragline.catalog.ingest_state import SourceState
 from ragline.catalog.tables import SourceStates
 from ragline.core.types import CollectionInfo
 from ragline.errors import CollectionExists, InvalidInput, SourceNotFound, TooManyRequests
-from ragline.ingest import discover, load_bytes, load_text, sha256_hex
-from ragline.ingest.path_metadata import parent_doc_id
+from ragline.ingest import load_bytes, load_text, sha256_hex
+from ragline.ingest.loader import tree_sources
 from ragline.ingest.types import SourceDocument
 from ragline.providers.stores.base import VectorStore
 from ragline.services.collections import CollectionService, new_shard_key
@@ -137,7 +137,8 @@ class IngestService:
             root = Path(path).resolve()
             if not any(root.is_relative_to(Path(a).resolve()) for a in allowed):
                 raise InvalidInput(f"Path {str(path)!r} is not under an allowed ingestion root "
-                                   "(setting RAGLINE_INGEST_ALLOWED_ROOTS)")
+                                   "(RAGLINE_INGEST_ALLOWED_ROOTS lists the directories the "
+                                   "server may read)")
         root = Path(path).expanduser().resolve()
         if not root.is_dir():
             raise InvalidInput(f"Path {str(path)!r} does not exist or is not a directory")
@@ -194,14 +195,7 @@ class IngestService:
                    stats: IngestStats, progress: Progress | None,
                    should_stop: Callable[[], bool] | None) -> None:
         origin = f"dir:{root}"
-        files: dict[str, tuple[str, Path]] = {}
-        for file in discover(root, self.settings.ingest_patterns):
-            rel = file.relative_to(root).as_posix()
-            sid = parent_doc_id(rel)
-            if sid in files:
-                stats.warn(f"{rel}: same source id as {files[sid][0]}; skipped")
-                continue
-            files[sid] = (rel, file)
+        files = tree_sources(root, self.settings.ingest_patterns)
         info, tenant = target.info, target.tenant
         states = self.state.sources(info.name, info.shard, tenant)
         adopted = moved_roots(states, origin, files)
@@ -276,7 +270,6 @@ class IngestService:
         try:
             doc = load_bytes(data, rel, defaults=t.defaults, path_pattern=t.path_pattern,
                              frontmatter_defaults=t.frontmatter_defaults)
-            stats.files_changed += 1
         except InvalidInput as exc:  # empty or unreadable: the source has no chunks now
             stats.files_failed += 1
             stats.warn(f"{exc.message}; its chunks are removed")
@@ -305,14 +298,24 @@ class IngestService:
                               stats.chunks_created, stats.texts_embedded, False)
 
     def ingest_bytes(self, collection: str, tenant: str, data: bytes,
-                     filename: str) -> DocumentResult:
+                     filename: str, relative_path: str | None = None) -> DocumentResult:
+        """One uploaded file. With ``relative_path`` (its place in a tree, as the CLI's
+        upload fallback sends it) it becomes the source a directory run would make of
+        it: the same source id, path metadata and chunks; without, ``upload/<name>``."""
         name = PurePosixPath(filename.replace("\\", "/")).name
         if not name:
             raise InvalidInput("the uploaded file has no name")
-        info = self.collections.catalog.find_collection(collection)
-        doc = load_bytes(data, name, source_id=f"upload/{name}",
-                         defaults=self.settings.ingest_defaults,
-                         frontmatter_defaults=frontmatter_defaults(self.settings, info))
+        if relative_path is not None:
+            rel = upload_relative_path(relative_path)
+            info = self.ensure_collection(collection)
+            t = self.target(info, tenant, reuse=True)
+            doc = load_bytes(data, rel, defaults=t.defaults, path_pattern=t.path_pattern,
+                             frontmatter_defaults=t.frontmatter_defaults)
+        else:
+            found = self.collections.catalog.find_collection(collection)
+            doc = load_bytes(data, name, source_id=f"upload/{name}",
+                             defaults=self.settings.ingest_defaults,
+                             frontmatter_defaults=frontmatter_defaults(self.settings, found))
         doc.metadata["original_filename"] = name
         return self.ingest_document(collection, tenant, doc, "upload")
 
@@ -356,6 +359,17 @@ class IngestService:
     def state_of(self, collection: str, tenant: str, source_id: str) -> SourceState | None:
         info = self.collections.find(collection)
         return self.state.source(collection, info.shard, tenant, source_id) if info else None
+
+
+def upload_relative_path(path: str) -> str:
+    """An upload's place in its tree (``a/x/README.md``): relative, POSIX, inside the root;
+    anything else is refused before a byte is written."""
+    posix = path.replace("\\", "/")
+    parts = PurePosixPath(posix).parts
+    if not parts or posix.startswith("/") or ".." in parts or ":" in parts[0]:
+        raise InvalidInput(f"'path' must be a relative path inside the ingestion root "
+                           f"(e.g. a/x/README.md), not {path!r}")
+    return str(PurePosixPath(posix))
 
 
 def moved_roots(states: dict[str, SourceState], origin: str,

@@ -117,6 +117,9 @@ class Prepared:
     first_write: bool
     embed_inputs: dict[str, str] = field(default_factory=dict)
     """Record id -> the text to embed, where it differs from the record's text."""
+    parsed: bool = True
+    """The source parsed (a changed file): counted in ``files_changed`` once its write is
+    acknowledged, not before (a job's progress counts what is written)."""
 
 
 def _embed_key(metadata: Mapping[str, Any]) -> str | None:
@@ -247,7 +250,7 @@ class Pipeline:
         entry.chunk_ids = [r.id for r in records]
         entry.fingerprint = self.t.fingerprint
         return Prepared(entry, records, old.chunk_ids if old else [], existing,
-                        old is None or old.source_hash is None, embed_inputs)
+                        old is None or old.source_hash is None, embed_inputs, doc is not None)
 
     # -- embed -----------------------------------------------------------------------
     def _log_retry(self, rs: RetryCallState) -> None:
@@ -350,6 +353,8 @@ class Pipeline:
             self.stats.chunks_created += len(new - p.existing)
             self.stats.chunks_updated += len(new & p.existing)
         self.state.commit(self.t.info.name, self.shard, self.t.tenant, [p.state for p in group])
+        self.stats.files_changed += sum(1 for p in group if p.parsed)  # now acknowledged
+        self.stats.writes_acknowledged += 1
         self.report()
 
     def drain(self) -> None:
@@ -379,3 +384,4 @@ class Pipeline:
                                          Eq("parent_doc_id", old.source_id))
             self.stats.chunks_deleted += n
             self.state.drop(name, self.shard, tenant, [old.source_id])
+            self.stats.writes_acknowledged += 1

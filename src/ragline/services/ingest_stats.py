@@ -58,6 +58,8 @@ class IngestStats:
     texts_embedded: int = 0
     embedding_calls: int = 0
     embed_seconds: float = 0.0
+    writes_acknowledged: int = 0
+    """Groups the store and the state acknowledged: a job persists its progress at each."""
     started: float = field(default_factory=time.perf_counter)
     warnings: list[str] = field(default_factory=list)
 

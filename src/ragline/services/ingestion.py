@@ -19,7 +19,7 @@ from ragline.catalog.ingest_state import Job
 from ragline.errors import InvalidInput, PayloadTooLarge
 from ragline.ingest import PARSERS
 from ragline.ingest.types import SourceDocument
-from ragline.services.ingest import IngestService
+from ragline.services.ingest import IngestService, upload_relative_path
 from ragline.services.ingest_stats import DocumentResult, Progress
 from ragline.services.jobs import JobService, JobSpec
 from ragline.services.searching import SearchService
@@ -39,6 +39,7 @@ class IngestSource:
     paths: list[str] | None = None  # directory: only these (relative) paths
     data: bytes | None = None  # upload
     filename: str | None = None  # upload
+    relative_path: str | None = None  # upload: its place in a tree (the source id follows)
     text: str | None = None  # text
     title: str | None = None  # text
     url: str | None = None  # url
@@ -73,12 +74,14 @@ class IngestionService:
             return IngestOutcome(job=self.jobs.submit(spec, inline=wait, progress=progress,
                                                       local=local))
         if src.kind == "upload":
-            data, filename = self._check_upload(src)
+            data, filename, rel = self._check_upload(src)
             if len(data) > self.settings.ingest_sync_max_bytes and not wait:
-                spec = JobSpec("upload", collection, tenant, path=filename, payload=data,
+                spec = JobSpec("upload", collection, tenant, path=filename,
+                               restrict=[rel] if rel is not None else None, payload=data,
                                trigger=src.trigger)
                 return IngestOutcome(job=self.jobs.submit(spec))
-            return IngestOutcome(self.ingest.ingest_bytes(collection, tenant, data, filename))
+            return IngestOutcome(self.ingest.ingest_bytes(collection, tenant, data, filename,
+                                                          rel))
         if src.kind == "text":
             text = src.text or ""
             if not text.strip():
@@ -114,9 +117,16 @@ class IngestionService:
             raise InvalidInput("'url' must not be empty")
         return replace(src, fetched=await self.ingest.fetch_url_async(url))
 
-    def _check_upload(self, src: IngestSource) -> tuple[bytes, str]:
+    def _check_upload(self, src: IngestSource) -> tuple[bytes, str, str | None]:
         data = src.data or b""
         filename = PurePosixPath((src.filename or "").replace("\\", "/")).name
+        rel = None
+        if src.relative_path is not None:
+            rel = upload_relative_path(src.relative_path)
+            filename = filename or PurePosixPath(rel).name
+            if PurePosixPath(rel).suffix.lower() != PurePosixPath(filename).suffix.lower():
+                raise InvalidInput(f"'path' ({rel}) and the file's name ({filename}) must "
+                                   "have the same extension")
         limit = self.settings.max_upload_bytes
         if len(data) > limit:
             raise PayloadTooLarge(f"File too large: {len(data)} bytes (limit {limit} bytes, "
@@ -127,7 +137,7 @@ class IngestionService:
                                f"{', '.join(sorted(PARSERS))}")
         if not data.strip():
             raise InvalidInput(f"{filename}: the file is empty")
-        return data, filename
+        return data, filename, rel
 
     # -- jobs ---------------------------------------------------------------------------
     def job(self, tenant: str | None, job_id: str) -> Job:

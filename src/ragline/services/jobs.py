@@ -29,6 +29,7 @@ from ragline.errors import (
     ServiceUnavailable,
     TooManyRequests,
 )
+from ragline.ingest.loader import tree_sources
 from ragline.observability import metrics
 from ragline.observability.memory import release_freed_memory
 from ragline.services.ingest import IngestService
@@ -124,7 +125,9 @@ class JobService:
         if spec.kind == "directory":
             if path is None:
                 raise InvalidInput("'path' is required: the directory to ingest")
-            path = str(self.ingest.check_root(path, local=local))
+            root = self.ingest.check_root(path, local=local)
+            tree_sources(root, self.ingest.settings.ingest_patterns)  # 400 before 202
+            path = str(root)
             if spec.restrict is not None and spec.mode == "recreate":
                 raise InvalidInput("mode 'recreate' rebuilds everything; it takes no path list")
         elif spec.payload is None:
@@ -183,12 +186,17 @@ class JobService:
                  job.kind, job.collection, job.mode, job.trigger,
                  extra={"job_id": job_id, "collection": job.collection})
 
+        written = [0]
+
         def report(stats: IngestStats) -> None:
             if progress is not None:
                 progress(stats)
             now = time.perf_counter()
-            if now - last[0] >= PROGRESS_EVERY_S:
+            # an acknowledged write is shown at once (the row never lags what search
+            # sees); other progress (files read, texts embedded) at most every 0.5 s
+            if now - last[0] >= PROGRESS_EVERY_S or stats.writes_acknowledged != written[0]:
                 last[0] = now
+                written[0] = stats.writes_acknowledged
                 self.table.progress(job_id, stats.counters(), stats.warnings)
             done = stats.files_done
             if done - logged[0] >= every:
@@ -259,8 +267,9 @@ class JobService:
         if data is None:
             raise RaglineError("the job's input is gone (the server restarted)")
         if job.kind == "upload":
+            rel = job.restricted_paths[0] if job.restricted_paths else None
             res = self.ingest.ingest_bytes(job.collection, job.tenant, data,
-                                           job.path or "upload")
+                                           job.path or "upload", rel)
         else:
             res = self.ingest.ingest_text(job.collection, job.tenant, data.decode("utf-8"),
                                           job.path)

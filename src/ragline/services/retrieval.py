@@ -343,12 +343,29 @@ class RetrievalService:
             hits = mmr(with_vec, np.asarray([h.embedding for h in with_vec]), q.mmr,
                        min(pool, len(with_vec)))
             plan.stages.append(f"mmr:{q.mmr:g}")
+        hits = self._in_score_order(plan, hits)
         if q.group_by:
             groups = group(hits, q.group_by, q.group_size, q.limit)
             plan.groups = {g.hits[0].id: g.hits[1:] for g in groups}
             plan.stages.append(f"group:{q.group_by}")
             return [g.hits[0] for g in groups]
         return hits[: q.limit]
+
+    @staticmethod
+    def _in_score_order(plan: _Plan, hits: list[ScoredRecord]) -> list[ScoredRecord]:
+        """``score`` made the ordering score (issue 33): the overview prior and MMR move
+        hits without rescoring them, so a hit placed below another gets at most that
+        hit's score (never more than it had: thresholds and the top hit are unchanged).
+        The number the stage ranked by stays in ``explain`` as ``own``."""
+        out: list[ScoredRecord] = []
+        ceiling = float("inf")
+        for h in hits:
+            if h.score > ceiling:
+                plan.explain.setdefault(h.id, {})["own"] = h.score
+                h = _rescore(h, ceiling)
+            ceiling = h.score
+            out.append(h)
+        return out
 
     def _vector_dim_check(self, plan: _Plan, vec: np.ndarray) -> np.ndarray:
         check_dimension(len(vec), plan.info.dimension, "the query embedding", plan.info.name)

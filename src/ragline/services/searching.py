@@ -64,9 +64,11 @@ class SearchRequest:
 @dataclass
 class SearchHit:
     """One result. ``score`` ranks within the mode (cosine, BM25, fused, reranker
-    probability, plus boosts); ``relevance`` is the one scale shared by every mode
-    (``0.5 + cosine/2``, None without embeddings); ``scores`` the raw per-leg scores
-    when ``explain`` was asked; ``group`` the other hits of its group under ``group_by``.
+    probability, plus boosts) and orders the list (a hit moved down by the overview prior
+    or MMR shows at most the score of the hit above it); ``relevance`` is the one scale
+    shared by every mode (``0.5 + cosine/2``, None without embeddings); ``scores`` the
+    raw per-leg scores when ``explain`` was asked; ``group`` the other hits of its group
+    under ``group_by``.
     """
 
     id: str

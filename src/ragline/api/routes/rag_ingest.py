@@ -71,17 +71,25 @@ def _render(outcome: IngestOutcome) -> JSONResponse:
                          "unchanged": res.unchanged}, status_code=201)
 
 
+UPLOAD_PATH = Query(None, max_length=4096, description=(
+    "The file's path relative to its ingestion root (e.g. `a/x/README.md`): the source is "
+    "then the one a directory job makes of that file (source id `a/x/README`, path "
+    "metadata), so same-named files in different folders stay apart. Default: the "
+    "source id is `upload/<file name>`."))
+
+
 @router.post("/upload", status_code=201, responses=RESPONSES, openapi_extra=UPLOAD_BODY)
 async def upload(request: Request, rl: RL, caller: Caller,
-                 collection: str | None = COLLECTION) -> JSONResponse:
+                 collection: str | None = COLLECTION,
+                 path: str | None = UPLOAD_PATH) -> JSONResponse:
     """Ingest one uploaded file (``documentFile``, multipart) into the caller's tenant:
     processed at once (201) or, above ``ingest_sync_max_bytes``, as a job (202)."""
     with rl.upload_slot():  # bounded concurrent uploads: 429 beyond (issue 10)
-        return await _upload(request, rl, caller, collection)
+        return await _upload(request, rl, caller, collection, path)
 
 
 async def _upload(request: Request, rl: Ragline, caller: Principal,
-                  collection: str | None) -> JSONResponse:
+                  collection: str | None, path: str | None) -> JSONResponse:
     limit = rl.settings.max_upload_bytes
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit + MULTIPART_SLACK:
@@ -95,7 +103,7 @@ async def _upload(request: Request, rl: Ragline, caller: Principal,
             raise InvalidInput(f"'{FIELD}' is required (a file in multipart/form-data)")
         data = await item.read(limit + 1)
         filename = item.filename or ""
-    src = IngestSource("upload", collection, data=data, filename=filename)
+    src = IngestSource("upload", collection, data=data, filename=filename, relative_path=path)
     return _render(await run_in_threadpool(rl.ingest, caller, src))
 
 
