@@ -399,9 +399,12 @@ class Ragline(AnswersMixin):
     @staticmethod
     def _may_use(caller: Principal, info: CollectionInfo) -> bool:
         """Collections are shared unless their metadata lists ``tenants``: then only those
-        tenants (and admins) see them; to anyone else they do not exist."""
+        tenants (and admins) see them; to anyone else they do not exist. A ``tenants``
+        value that is not a list (stored before it was checked) admits admins only."""
         allowed = info.metadata.get("tenants")
-        return caller.is_admin or not isinstance(allowed, list) or caller.tenant in allowed
+        if caller.is_admin or allowed is None:
+            return True
+        return isinstance(allowed, list) and caller.tenant in allowed
 
     def _collection(self, caller: Principal, name: str) -> CollectionInfo:
         info = self.services.collections.get(name)
@@ -474,15 +477,17 @@ class Ragline(AnswersMixin):
         return metrics_render()
 
     # -- backups -----------------------------------------------------------------------
-    def backup(self, caller: Principal, dest: Path) -> dict[str, Any]:
+    def backup(self, caller: Principal, dest: Path, *,
+               include_secrets: bool = False) -> dict[str, Any]:
         """Consistent online snapshot of catalog and shards into ``dest`` (absent or empty);
         writes wait for the copy, searches do not (ragline.services.backup). With a shared
         catalog: its rows as JSON and every collection in the export format
-        (ragline.services.catalog_backup)."""
+        (ragline.services.catalog_backup). Connection secrets only with
+        ``include_secrets``."""
         self._admin(caller, "take backups")
         if self.services.backups is None and self.services.tables.rows is not None:
-            return self._catalog_backups().backup(dest)
-        return self._backups().backup(dest)
+            return self._catalog_backups().backup(dest, include_secrets=include_secrets)
+        return self._backups().backup(dest, include_secrets=include_secrets)
 
     def restore_catalog(self, caller: Principal, src: Path) -> dict[str, Any]:
         """Restore a backup of a shared catalog (``backup`` above) into this setup, whose
@@ -498,10 +503,11 @@ class Ragline(AnswersMixin):
         return CatalogBackupService(rows, self.services.collections, self._transfer(),
                                     self.services.tables.backend)
 
-    def backup_archive(self, caller: Principal, workdir: Path) -> Path:
+    def backup_archive(self, caller: Principal, workdir: Path, *,
+                       include_secrets: bool = False) -> Path:
         """The same snapshot as one .tar.gz under ``workdir`` (``POST /admin/backup``)."""
         self._admin(caller, "take backups")
-        return self._backups().backup_archive(workdir)
+        return self._backups().backup_archive(workdir, include_secrets=include_secrets)
 
     # -- export / import (moving to another setup) ---------------------------------------
     def _transfer(self) -> TransferService:

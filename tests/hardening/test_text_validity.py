@@ -1,0 +1,147 @@
+"""Text is valid or refused (issue 32): a lone surrogate or NUL in any string of any
+request is a 400 naming the field before anything is written; JSON nesting and numeric
+query parameters are bounded; a listing survives records that already hold such text."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from ragline.api.app import create_app
+from ragline.facade import IngestSource, Principal, Ragline
+from tests.api.helpers import add, doc, local_client, make_collection
+from tests.hardening.hostile_inputs import BAD_STRINGS, poisoned_body
+from tests.ingestion_support import copy_book, fake_settings
+
+pytestmark = pytest.mark.usefixtures("few_payload_indexes")
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> Iterator[TestClient]:
+    with local_client(create_app(fake_settings(tmp_path))) as c:
+        yield c
+
+
+def rl_of(client: TestClient) -> Ragline:
+    rl: Ragline = client.app.state.ragline  # type: ignore[attr-defined]
+    return rl
+
+
+def post(client: TestClient, path: str, body: bytes, method: str = "POST") -> Any:
+    return client.request(method, path, content=body,
+                          headers={"content-type": "application/json"})
+
+
+def count(client: TestClient, name: str = "docs") -> int:
+    return int(client.get(f"/collections/{name}").json()["count"])
+
+
+CASES: list[tuple[str, str, dict[str, Any], str]] = [
+    # (method, path, body, a field the 400 must name)
+    ("POST", "/collections/docs/documents",
+     {"documents": [{"id": "x", "text": "t", "embedding": [1, 0, 0, 0]}]}, "documents.0"),
+    ("DELETE", "/collections/docs/documents", {"ids": ["d1"]}, "ids.0"),
+    ("POST", "/collections/docs/search", {"query": "text", "limit": 3}, "query"),
+    ("POST", "/collections/docs/search", {"embedding": [1, 0, 0, 0],
+                                          "where": {"kind": "a"}}, "where.kind"),
+    ("POST", "/collections", {"name": "other"}, "name"),
+    ("POST", "/api/rag/ingest/text", {"text": "Some text to ingest.", "title": "T"}, "t"),
+    ("POST", "/ingestion/trigger", {"collection": "docs", "paths": ["a.md"]}, ""),
+    ("POST", "/api/chat", {"message": "hello"}, "message"),
+]
+
+
+@pytest.mark.parametrize("bad", sorted(BAD_STRINGS))
+@pytest.mark.parametrize("method,path,body,field", CASES, ids=[f"{c[0]} {c[1]}" for c in CASES])
+def test_unstorable_text_anywhere_is_400_naming_the_field_and_nothing_is_written(
+    client: TestClient, bad: str, method: str, path: str, body: dict[str, Any], field: str
+) -> None:
+    make_collection(client, "docs")
+    add(client, "docs", [doc(1, kind="a")])
+    r = post(client, path, poisoned_body(body, BAD_STRINGS[bad]), method)
+    assert r.status_code == 400, r.text
+    message = r.json()["message"]
+    assert f"'{field}" in message and "cannot be stored" in message
+    assert ("NUL" in message) if bad == "NUL" else ("lone surrogate (U+D" in message)
+    assert r.headers.get("connection") != "close"  # a 4xx keeps the keep-alive connection
+    assert count(client) == 1  # nothing written, nothing deleted
+    assert [c["name"] for c in client.get("/collections").json()["collections"]] == ["docs"]
+    assert client.get("/ingestion/status").json()["count"] == 0
+
+
+def test_a_metadata_key_and_a_raw_surrogate_byte_are_refused_too(client: TestClient) -> None:
+    make_collection(client, "docs")
+    body = (b'{"documents": [{"id": "x", "text": "t", "embedding": [1, 0, 0, 0], '
+            b'"metadata": {"ti\\u0000tle": "a"}}]}')
+    r = post(client, "/collections/docs/documents", body)
+    assert r.status_code == 400 and "'documents.0.metadata.ti" in r.json()["message"]
+    cesu = b'{"query": "a \xed\xa0\x80 b"}'  # U+D800 as raw bytes: Python's parser takes it
+    r = post(client, "/collections/docs/search", cesu)
+    assert r.status_code == 400 and "'query' holds a lone surrogate" in r.json()["message"]
+    # a valid pair (an emoji written as two escapes) is text like any other
+    r = post(client, "/collections/docs/documents",
+             b'{"documents": [{"id": "e", "text": "ok \\ud83d\\ude00", '
+             b'"embedding": [1, 0, 0, 0]}]}')
+    assert r.status_code == 200, r.text
+    assert client.get("/collections/docs/documents/e").json()["text"] == "ok \U0001f600"
+
+
+def test_nul_in_a_query_parameter_or_the_path_is_400(client: TestClient) -> None:
+    make_collection(client, "docs")
+    r = client.get("/collections/docs/documents", params={"where": '{"a": "\x00"}'})
+    assert r.status_code == 400 and "'where' holds a NUL" in r.json()["message"]
+    r = client.get("/collections/do%00cs")
+    assert r.status_code == 400 and "the path holds a NUL" in r.json()["message"]
+
+
+@pytest.mark.parametrize("path", ["/collections/docs/sources", "/collections/docs/documents"])
+@pytest.mark.parametrize("param", ["offset", "limit"])
+def test_numeric_query_parameters_are_bounded(client: TestClient, path: str,
+                                              param: str) -> None:
+    make_collection(client, "docs")
+    r = client.get(path, params={param: str(10**30)})
+    assert r.status_code == 400, r.text
+    assert f"'{param}'" in r.json()["message"] and "less than or equal" in r.json()["message"]
+    assert client.get(path, params={param: "1000000000"}).status_code == 200
+
+
+def test_json_nesting_is_bounded_by_max_json_depth(client: TestClient) -> None:
+    make_collection(client, "docs")
+    add(client, "docs", [doc(1, kind="a")])
+    where: dict[str, Any] = {"kind": "a"}
+    for _ in range(70):
+        where = {"$and": [where]}
+    r = client.post("/collections/docs/search", json={"embedding": [1, 0, 0, 0],
+                                                      "where": where})
+    assert r.status_code == 400, r.text
+    assert "nested deeper than 64 levels (setting max_json_depth)" in r.json()["message"]
+    assert r.json()["message"].startswith("Invalid request: 'where.$and.0.$and.0")
+    deep = b"[" * 100_000 + b"]" * 100_000  # beyond every parser's own limit
+    r = post(client, "/collections/docs/search", deep)
+    assert r.status_code == 400 and "max_json_depth" in r.json()["message"]
+    for _ in range(70 - 4):  # 4 levels of $and are fine
+        where = where["$and"][0]
+    r = client.post("/collections/docs/search", json={"embedding": [1, 0, 0, 0],
+                                                      "where": where})
+    assert r.status_code == 200, r.text
+
+
+def test_listings_survive_records_stored_before_the_check(client: TestClient,
+                                                          tmp_path: Path) -> None:
+    """A job stored with a lone surrogate in its paths (what an admin trigger did before
+    this check) no longer makes the tenant's job list a 500."""
+    book = copy_book(tmp_path)
+    rl = rl_of(client)
+    job = rl.ingest(Principal.owner("default"), IngestSource("directory", "book", path=str(book),
+                                                    paths=["\ud800.md"])).job
+    assert job is not None
+    rl.services.jobs.wait(job.id, timeout=60)
+    listing = client.get("/ingestion/status")
+    assert listing.status_code == 200, listing.text
+    assert listing.json()["jobs"][0]["job_id"] == job.id
+    one = client.get(f"/ingestion/status/{job.id}")
+    assert one.status_code == 200 and "\ufffd" in one.text
