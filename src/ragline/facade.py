@@ -31,6 +31,7 @@ from ragline.catalog.ingest_state import COUNTERS, Job
 from ragline.catalog.keys import KeyRecord
 from ragline.catalog.lock import DataDirLock, holder_address
 from ragline.catalog.tables import CollectionCatalog, SourceStates
+from ragline.catalog.text_repair import unstorable_rows
 from ragline.core.principal import Principal
 from ragline.core.types import CollectionInfo, Page, Record, Scalar
 from ragline.datadir import ensure_format
@@ -81,7 +82,7 @@ from ragline.services.slots import (
 from ragline.services.sources import SourceDetail, SourceInfo, SourceService
 from ragline.services.transfer import TransferService
 from ragline.services.validation import InputLimits
-from ragline.services.verify import VerifyReport, VerifyService
+from ragline.services.verify import Finding, VerifyReport, VerifyService
 from ragline.services.webhook import WebhookService
 from ragline.settings import Settings
 
@@ -264,7 +265,8 @@ class Ragline(AnswersMixin):
         state = tables.sources
         ingest = IngestService(s, collections, store, embedders, state)
         # one free-space guard for every write path: 507 before a full disk (issue 10)
-        disk = DiskGuard(s.data_dir, s.disk_reserve_bytes)
+        disk = DiskGuard(s.data_dir, s.disk_reserve_bytes,
+                         floor=getattr(store, "reopen_bytes", None))  # shards reopen (32)
         collections.disk = documents.disk = ingest.disk = disk
         jobs = self._jobs(tables, ingest)
         indexing = IndexingService(store, s.indexing_min_points, s.indexing_growth,
@@ -328,6 +330,16 @@ class Ragline(AnswersMixin):
         if orphans:
             sv.ingest_state.purge_stale({c.name: c.shard for c in sv.collections.all()})
         sv.jobs.start()
+
+    def settle_pending(self) -> int:
+        """Settle sources a crash left ``pending`` (``ragline serve`` does at start; issue
+        32): their chunks removed, their rows dropped. Only the embedded catalog's owner
+        may (with a shared catalog another process's write looks the same); ``ragline
+        verify`` does not, so it still reports them. Returns how many."""
+        s = self.settings
+        if s.shared_catalog or self._borrowed is not None:
+            return 0
+        return self.services.verify.settle_pending()
 
     def close(self) -> None:
         """Stop jobs (running ones stop at their next checkpoint), batchers and storage."""
@@ -611,8 +623,16 @@ class Ragline(AnswersMixin):
         tenants = {k.tenant for k in self.services.auth.list_keys(None)}
         tenants |= {t for t in (self.settings.default_tenant,
                                 self.settings.public_search_tenant) if t}
-        return self.services.verify.verify(repair=repair, collection=collection,
-                                           tenants=tenants)
+        report = self.services.verify.verify(repair=repair, collection=collection,
+                                             tenants=tenants)
+        catalog = self.services.tables.sqlite
+        if catalog is not None and collection is None:
+            for bad in unstorable_rows(catalog, repair=repair):
+                report.findings.append(Finding(
+                    "unstorable_text", "", None, None, 1,
+                    f"{bad.table} row '{bad.row}': '{bad.field}' of {bad.column} holds "
+                    f"{bad.what}", repaired=repair))
+        return report
 
     # -- search ------------------------------------------------------------------------
     async def search(self, caller: Principal, request: SearchRequest) -> SearchResponse:

@@ -145,3 +145,12 @@ def test_listings_survive_records_stored_before_the_check(client: TestClient,
     assert listing.json()["jobs"][0]["job_id"] == job.id
     one = client.get(f"/ingestion/status/{job.id}")
     assert one.status_code == 200 and "\ufffd" in one.text
+    # `ragline verify` reports the row, and --repair rewrites it
+    found = [f for f in rl.verify(rl.owner()).findings if f.kind == "unstorable_text"]
+    assert [(f.source_id, f.repaired) for f in found] == [(None, False)]
+    assert f"jobs row '{job.id}'" in found[0].message
+    assert "lone surrogate (U+D800)" in found[0].message
+    fixed = rl.verify(rl.owner(), repair=True)
+    assert [f.repaired for f in fixed.findings if f.kind == "unstorable_text"] == [True]
+    assert rl.verify(rl.owner()).findings == []
+    assert rl.job(rl.owner(), job.id).restricted_paths == ["\ufffd.md"]
