@@ -630,7 +630,7 @@ class Ragline(AnswersMixin):
             for bad in unstorable_rows(catalog, repair=repair):
                 report.findings.append(Finding(
                     "unstorable_text", "", None, None, 1,
-                    f"{bad.table} row '{bad.row}': '{bad.field}' of {bad.column} holds "
+                    f"{bad.table} row '{bad.row}': {bad.field} of {bad.column} holds "
                     f"{bad.what}", repaired=repair))
         return report
 

@@ -78,7 +78,10 @@ def test_a_metadata_key_and_a_raw_surrogate_byte_are_refused_too(client: TestCli
     body = (b'{"documents": [{"id": "x", "text": "t", "embedding": [1, 0, 0, 0], '
             b'"metadata": {"ti\\u0000tle": "a"}}]}')
     r = post(client, "/collections/docs/documents", body)
-    assert r.status_code == 400 and "'documents.0.metadata.ti" in r.json()["message"]
+    message = r.json()["message"]
+    assert r.status_code == 400, r.text
+    assert "the key 'ti\\x00tle' in 'documents.0.metadata' holds a NUL" in message
+    assert "\x00" not in message  # the bad character is never echoed
     cesu = b'{"query": "a \xed\xa0\x80 b"}'  # U+D800 as raw bytes: Python's parser takes it
     r = post(client, "/collections/docs/search", cesu)
     assert r.status_code == 400 and "'query' holds a lone surrogate" in r.json()["message"]
@@ -88,6 +91,21 @@ def test_a_metadata_key_and_a_raw_surrogate_byte_are_refused_too(client: TestCli
              b'"embedding": [1, 0, 0, 0]}]}')
     assert r.status_code == 200, r.text
     assert client.get("/collections/docs/documents/e").json()["text"] == "ok \U0001f600"
+
+
+@pytest.mark.parametrize("ctype", [None, "application/json; charset=utf-8",
+                                   "application/merge-patch+json"])
+def test_every_content_type_fastapi_reads_as_json_is_checked(client: TestClient,
+                                                             ctype: str | None) -> None:
+    """FastAPI parses a body without a content type (or ``*+json``) as JSON too."""
+    make_collection(client, "docs")
+    body = poisoned_body({"documents": [{"id": "x", "text": "t",
+                                         "embedding": [1, 0, 0, 0]}]}, BAD_STRINGS["NUL"])
+    headers = {} if ctype is None else {"content-type": ctype}
+    r = client.post("/collections/docs/documents", content=body, headers=headers)
+    assert r.status_code == 400 and "'documents.0." in r.json()["message"]
+    assert "holds a NUL" in r.json()["message"]
+    assert count(client) == 0
 
 
 def test_nul_in_a_query_parameter_or_the_path_is_400(client: TestClient) -> None:
@@ -154,3 +172,47 @@ def test_listings_survive_records_stored_before_the_check(client: TestClient,
     assert [f.repaired for f in fixed.findings if f.kind == "unstorable_text"] == [True]
     assert rl.verify(rl.owner()).findings == []
     assert rl.job(rl.owner(), job.id).restricted_paths == ["\ufffd.md"]
+
+
+def _example(op: dict[str, Any]) -> Any:
+    content = (op.get("requestBody") or {}).get("content", {}).get("application/json")
+    if content is None:
+        return None
+    if "example" in content:
+        return content["example"]
+    schema = content.get("schema", {})
+    ref = schema.get("$ref", "")
+    return {"examples": ref}  # any object: the guard reads every string of any body
+
+
+@pytest.mark.parametrize("bad", sorted(BAD_STRINGS))
+def test_a_sweep_over_every_operation_answers_400_and_never_5xx(client: TestClient,
+                                                                bad: str) -> None:
+    """Every operation of the OpenAPI document, its JSON body poisoned in every string and
+    each query parameter holding NUL: a 400 naming the field, never a 5xx, nothing written."""
+    make_collection(client, "docs")
+    add(client, "docs", [doc(1, kind="a")])
+    paths = client.get("/openapi.json").json()["paths"]
+    swept = 0
+    for path, ops in paths.items():
+        url = path.replace("{name}", "docs")
+        for param in ("doc_id", "job_id", "key_id", "source_id", "chunk_id", "parent_doc_id",
+                      "cid", "conversation_id", "id"):
+            url = url.replace(f"{{{param}}}", "x").replace(f"{{{param}:path}}", "x")
+        for method, op in ops.items():
+            example = _example(op)
+            if example is not None:
+                r = client.request(method.upper(), url, content=poisoned_body(
+                    example, BAD_STRINGS[bad]), headers={"content-type": "application/json"})
+                assert r.status_code == 400, (method, path, r.text)
+                assert "cannot be stored" in r.json()["message"], (method, path)
+                swept += 1
+            for param in op.get("parameters", []):
+                if param.get("in") != "query":
+                    continue
+                r = client.request(method.upper(), url, params={param["name"]: "a\x00"})
+                assert r.status_code == 400, (method, path, param["name"], r.text)
+                assert f"'{param['name']}' holds a NUL" in r.json()["message"]
+    assert swept >= 15
+    assert count(client) == 1
+    assert [c["name"] for c in client.get("/collections").json()["collections"]] == ["docs"]

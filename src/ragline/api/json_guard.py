@@ -71,7 +71,7 @@ def check_json_body(body: bytes, parsed: Any | None, max_depth: int) -> str | No
         found = find_unstorable(doc)
         if found is not None:
             field, what = found
-            return (f"Invalid request: '{field}' holds {what}, which cannot be stored; send "
+            return (f"Invalid request: {field} holds {what}, which cannot be stored; send "
                     "valid Unicode text without NUL characters")
     return None
 

@@ -112,6 +112,16 @@ def host_allowed(host_header: str, cfg: GuardConfig) -> bool:
         return False
 
 
+def _json_like(ctype: str, headers: dict[bytes, bytes]) -> bool:
+    """A body FastAPI reads as JSON: ``application/json``, ``application/*+json``, or a
+    body sent without a content type (issue 32: that one skipped the checks)."""
+    if ctype == "application/json" or (ctype.startswith("application/")
+                                       and ctype.endswith("+json")):
+        return True
+    return ctype == "" and (headers.get(b"content-length", b"0") != b"0"
+                            or b"transfer-encoding" in headers)
+
+
 class _Constant:
     """Stands in for a NaN/Infinity literal while the body is searched for it."""
 
@@ -202,7 +212,7 @@ class RequestGuard:
                            f"Request body too large: {int(declared)} bytes (limit {limit} "
                            f"bytes, setting {name})")
             return
-        if ctype == "application/json" and method in ("POST", "PUT", "PATCH", "DELETE"):
+        if _json_like(ctype, headers) and method in ("POST", "PUT", "PATCH", "DELETE"):
             await self._json(scope, receive, send, limit, name)
             return
         seen = [0]

@@ -52,7 +52,7 @@ def unstorable_rows(catalog: Catalog, *, repair: bool = False) -> list[BadText]:
                 if bad is None:
                     continue
                 name = str(row[1]).encode("utf-8", "replace").decode()
-                found.append(BadText(table, name, column, bad[0], bad[1]))
+                found.append(BadText(table, name, column, bad[0], bad[1]))  # field quoted
                 fixes.append((table, column, json.dumps(repair_value(value)), str(row[0])))
     if repair and fixes:
         with catalog.tx() as tx:

@@ -31,30 +31,32 @@ def repaired(text: str) -> str:
     return UNSTORABLE.sub(lambda m: "" if m.group() == "\x00" else "\ufffd", text)
 
 
-def walk_strings(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
-    """``(dotted field path, string)`` for every key and string value in a JSON value
-    (``documents.1.metadata.title``; a key is reported under its own path)."""
+def walk_strings(value: Any, path: str = "") -> Iterator[tuple[str, str, bool]]:
+    """``(dotted field path, string, is_key)`` for every key and string value in a JSON
+    value (``documents.1.metadata.title``); a key comes with the path of its object."""
     stack: list[tuple[str, Any]] = [(path, value)]
     while stack:
         here, item = stack.pop()
         if isinstance(item, str):
-            yield here or "body", item
+            yield here or "body", item, False
         elif isinstance(item, dict):
             for key, sub in item.items():
-                name = f"{here}.{key}" if here else str(key)
                 if isinstance(key, str):
-                    yield name, key
-                stack.append((name, sub))
+                    yield here or "body", key, True
+                stack.append((f"{here}.{key}" if here else str(key), sub))
         elif isinstance(item, list | tuple):
             stack.extend((f"{here}.{i}" if here else str(i), sub) for i, sub in enumerate(item))
 
 
 def find_unstorable(value: Any, path: str = "") -> tuple[str, str] | None:
-    """``(field path, what)`` of the first string in ``value`` no store can hold."""
-    for where, text in walk_strings(value, path):
+    """``(field, what)`` of the first string in ``value`` no store can hold: the field is
+    ``'documents.0.text'``, or ``the key 'a\\x00' in 'documents.0.metadata'`` (written
+    with Python's escapes, so the bad character itself is never echoed)."""
+    for where, text, is_key in walk_strings(value, path):
         problem = unstorable(text)
         if problem is not None:
-            return where, problem
+            field = f"the key {text!r} in '{where}'" if is_key else f"'{where}'"
+            return field, problem
     return None
 
 
