@@ -140,3 +140,57 @@ def test_a_bomb_in_a_directory_is_a_warning_naming_the_file_and_the_rest_is_inge
     sources = client.get("/collections/knowledge/sources").json()["sources"]
     chunks = {s["source_id"]: s["chunk_count"] for s in sources}
     assert chunks["bomb"] == 0 and chunks["good"] >= 1  # the bomb's state row, no chunks
+
+
+# -- against a real server process ---------------------------------------------------------
+def _rss_peak_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_the_bomb_against_a_real_server_400_fast_small_rss_health_answering(
+    tmp_path: Path
+) -> None:
+    """Issue 32's finding, as it happened: RSS 20.9 GB, /health timing out, the process
+    killed. Now: 400 within 10 s, the peak RSS grows by less than 100 MB, /health answers
+    throughout and afterwards."""
+    import threading
+
+    import httpx
+
+    from tests.live_server import LiveServer
+
+    srv = LiveServer(tmp_path / "data")
+    try:
+        srv.wait_ready()
+        before = _rss_peak_mb(srv.proc.pid)
+        health: list[int] = []
+        done = threading.Event()
+
+        def probe() -> None:
+            while not done.is_set():
+                health.append(httpx.get(srv.url + "/health", timeout=5).status_code)
+                time.sleep(0.05)
+
+        prober = threading.Thread(target=probe)
+        prober.start()
+        try:
+            started = time.perf_counter()
+            for _ in range(3):
+                r = httpx.post(srv.url + "/api/rag/ingest/upload", timeout=30,
+                               headers={"X-API-Key": "k"},
+                               files={"documentFile": ("bomb.md", alias_bomb(), "text/markdown")})
+                assert r.status_code == 400, r.text
+                assert "FRONTMATTER_MAX_NODES" in r.json()["message"]
+            assert time.perf_counter() - started < 10
+        finally:
+            done.set()
+            prober.join()
+        assert health and set(health) == {200}
+        assert srv.proc.poll() is None
+        assert _rss_peak_mb(srv.proc.pid) - before < 100
+    finally:
+        srv.stop()
