@@ -5,11 +5,11 @@
 every JSON body, so every endpoint is covered at once (document writes and deletes,
 every search mode, ingestion, chat, jobs): a string holding a lone surrogate or NUL
 (:mod:`ragline.core.text`) anywhere, or nesting deeper than ``max_json_depth``, is a
-400 naming the field before any route runs. The common case costs one substring
-search: orjson already refuses lone surrogates (the body then takes the standard
-library's reading, which accepts them, to name the field) and NUL can only be written
-as the escape ``\\u0000``. ``embedding`` arrays are not walked for depth (the schemas
-take flat lists of numbers there), so a bulk write's vectors cost nothing.
+400 naming the field before any route runs. orjson's reading (which the guard makes
+anyway) is walked once, its ``embedding`` arrays skipped (the schemas take flat lists
+of numbers there), so a bulk write's vectors cost nothing; orjson refuses lone
+surrogates itself, and such a body takes the standard library's reading, which
+accepts them, to name the field.
 """
 
 from __future__ import annotations
@@ -21,27 +21,61 @@ from urllib.parse import parse_qsl
 
 from fastapi.responses import JSONResponse
 
-from ragline.core.text import find_unstorable, repair_value, unstorable
+from ragline.core.text import UNSTORABLE, repair_value, unstorable
 
 _MAYBE_BAD = re.compile(rb"\\u(?:[dD][89a-fA-F]|0000)|\xed[\xa0-\xbf]")
 """A lone surrogate or NUL as JSON escapes, or a surrogate written as raw (CESU) bytes,
 which the standard library's parser accepts."""
 
 
-def _too_deep(doc: Any, limit: int) -> str | None:
-    """The dotted path of the first value nested deeper than ``limit``, if any."""
-    stack: list[tuple[Any, int, str]] = [(doc, 1, "")]
+def _stored_text(field: str, what: str) -> str:
+    return (f"Invalid request: {field} holds {what}, which cannot be stored; send valid "
+            "Unicode text without NUL characters")
+
+
+def _too_deep(path: str, max_depth: int) -> str:
+    return (f"Invalid request: '{path or 'body'}' is nested deeper than {max_depth} levels "
+            "(setting max_json_depth)")
+
+
+_Path = tuple[Any, ...]  # (parent path, key), built as the walk goes; () is the body
+
+
+def _render(path: _Path) -> str:
+    parts: list[str] = []
+    while path:
+        path, key = path
+        parts.append(str(key))
+    return ".".join(reversed(parts)) or "body"
+
+
+_WALKED = (str, dict, list)
+
+
+def _scan(doc: Any, max_depth: int) -> str | None:
+    """One walk over a parsed body: the 400 message for the first value nested deeper than
+    ``max_depth`` or the first key or string no store can hold, else ``None``.
+    ``embedding`` values are not walked (the schemas take flat lists of numbers there).
+    Paths are linked pairs, rendered only for the message."""
+    search = UNSTORABLE.search
+    stack: list[tuple[Any, int, _Path]] = [(doc, 1, ())]
     while stack:
         value, depth, path = stack.pop()
-        if depth > limit:
-            return path or "body"
-        if isinstance(value, dict):
-            stack.extend((v, depth + 1, f"{path}.{k}" if path else str(k))
-                         for k, v in value.items()
-                         if k != "embedding" and isinstance(v, dict | list))
-        elif isinstance(value, list):
-            stack.extend((v, depth + 1, f"{path}.{i}" if path else str(i))
-                         for i, v in enumerate(value) if isinstance(v, dict | list))
+        if depth > max_depth:
+            return _too_deep(_render(path), max_depth)
+        if type(value) is str:
+            if search(value):
+                return _stored_text(f"'{_render(path)}'", str(unstorable(value)))
+        elif type(value) is dict:
+            for key, sub in value.items():
+                if type(key) is str and search(key):
+                    return _stored_text(f"the key {key!r} in '{_render(path)}'",
+                                        str(unstorable(key)))
+                if key != "embedding" and isinstance(sub, _WALKED):
+                    stack.append((sub, depth + 1, (path, key)))
+        elif type(value) is list:
+            stack.extend((sub, depth + 1, (path, i))
+                         for i, sub in enumerate(value) if isinstance(sub, _WALKED))
     return None
 
 
@@ -49,31 +83,21 @@ def check_json_body(body: bytes, parsed: Any | None, max_depth: int) -> str | No
     """The 400 message for a JSON body, or ``None`` when it may go on.
 
     ``parsed`` is orjson's reading (``None`` when orjson refused the body: invalid JSON,
-    NaN, or a lone surrogate, which the standard library reads)."""
-    suspicious = _MAYBE_BAD.search(body) is not None if parsed is None else b"\\u0000" in body
+    NaN, or a lone surrogate, which the standard library reads). An orjson reading is
+    walked once (:func:`_scan`); a refused body only when it may hold a lone surrogate or
+    NUL, or more brackets than ``max_depth``."""
     doc = parsed
     if doc is None:
-        if not suspicious and body.count(b"[") + body.count(b"{") <= max_depth:
+        if (_MAYBE_BAD.search(body) is None
+                and body.count(b"[") + body.count(b"{") <= max_depth):
             return None  # invalid JSON (or NaN): the route's parser reports it
         try:
             doc = json.loads(body)
         except RecursionError:
-            return (f"Invalid request: the body is nested deeper than {max_depth} levels "
-                    "(setting max_json_depth)")
+            return _too_deep("body", max_depth)
         except ValueError:
             return None
-    deep = (_too_deep(doc, max_depth)
-            if body.count(b"[") + body.count(b"{") > max_depth else None)
-    if deep is not None:
-        return (f"Invalid request: '{deep}' is nested deeper than {max_depth} levels "
-                "(setting max_json_depth)")
-    if suspicious:
-        found = find_unstorable(doc)
-        if found is not None:
-            field, what = found
-            return (f"Invalid request: {field} holds {what}, which cannot be stored; send "
-                    "valid Unicode text without NUL characters")
-    return None
+    return _scan(doc, max_depth)
 
 
 def check_target(path: str, query_string: bytes) -> str | None:
