@@ -31,6 +31,7 @@ from ragline.catalog.ingest_state import COUNTERS, Job
 from ragline.catalog.keys import KeyRecord
 from ragline.catalog.lock import DataDirLock, holder_address
 from ragline.catalog.tables import CollectionCatalog, SourceStates
+from ragline.catalog.text_repair import unstorable_rows
 from ragline.core.principal import Principal
 from ragline.core.types import CollectionInfo, Page, Record, Scalar
 from ragline.datadir import ensure_format
@@ -82,7 +83,7 @@ from ragline.services.slots import (
 from ragline.services.sources import SourceDetail, SourceInfo, SourceService
 from ragline.services.transfer import TransferService
 from ragline.services.validation import InputLimits
-from ragline.services.verify import VerifyReport, VerifyService
+from ragline.services.verify import Finding, VerifyReport, VerifyService
 from ragline.services.webhook import WebhookService
 from ragline.settings import Settings
 
@@ -265,7 +266,8 @@ class Ragline(AnswersMixin):
         state = tables.sources
         ingest = IngestService(s, collections, store, embedders, state)
         # one free-space guard for every write path: 507 before a full disk (issue 10)
-        disk = DiskGuard(s.data_dir, s.disk_reserve_bytes)
+        disk = DiskGuard(s.data_dir, s.disk_reserve_bytes,
+                         floor=getattr(store, "reopen_bytes", None))  # shards reopen (32)
         collections.disk = documents.disk = ingest.disk = disk
         jobs = self._jobs(tables, ingest)
         indexing = IndexingService(store, s.indexing_min_points, s.indexing_growth,
@@ -329,6 +331,16 @@ class Ragline(AnswersMixin):
         if orphans:
             sv.ingest_state.purge_stale({c.name: c.shard for c in sv.collections.all()})
         sv.jobs.start()
+
+    def settle_pending(self) -> int:
+        """Settle sources a crash left ``pending`` (``ragline serve`` does at start; issue
+        32): their chunks removed, their rows dropped. Only the embedded catalog's owner
+        may (with a shared catalog another process's write looks the same); ``ragline
+        verify`` does not, so it still reports them. Returns how many."""
+        s = self.settings
+        if s.shared_catalog or self._borrowed is not None:
+            return 0
+        return self.services.verify.settle_pending()
 
     def close(self) -> None:
         """Stop jobs (running ones stop at their next checkpoint), batchers and storage."""
@@ -400,9 +412,12 @@ class Ragline(AnswersMixin):
     @staticmethod
     def _may_use(caller: Principal, info: CollectionInfo) -> bool:
         """Collections are shared unless their metadata lists ``tenants``: then only those
-        tenants (and admins) see them; to anyone else they do not exist."""
+        tenants (and admins) see them; to anyone else they do not exist. A ``tenants``
+        value that is not a list (stored before it was checked) admits admins only."""
         allowed = info.metadata.get("tenants")
-        return caller.is_admin or not isinstance(allowed, list) or caller.tenant in allowed
+        if caller.is_admin or allowed is None:
+            return True
+        return isinstance(allowed, list) and caller.tenant in allowed
 
     def _collection(self, caller: Principal, name: str) -> CollectionInfo:
         info = self.services.collections.get(name)
@@ -475,15 +490,17 @@ class Ragline(AnswersMixin):
         return metrics_render()
 
     # -- backups -----------------------------------------------------------------------
-    def backup(self, caller: Principal, dest: Path) -> dict[str, Any]:
+    def backup(self, caller: Principal, dest: Path, *,
+               include_secrets: bool = False) -> dict[str, Any]:
         """Consistent online snapshot of catalog and shards into ``dest`` (absent or empty);
         writes wait for the copy, searches do not (ragline.services.backup). With a shared
         catalog: its rows as JSON and every collection in the export format
-        (ragline.services.catalog_backup)."""
+        (ragline.services.catalog_backup). Connection secrets only with
+        ``include_secrets``."""
         self._admin(caller, "take backups")
         if self.services.backups is None and self.services.tables.rows is not None:
-            return self._catalog_backups().backup(dest)
-        return self._backups().backup(dest)
+            return self._catalog_backups().backup(dest, include_secrets=include_secrets)
+        return self._backups().backup(dest, include_secrets=include_secrets)
 
     def restore_catalog(self, caller: Principal, src: Path) -> dict[str, Any]:
         """Restore a backup of a shared catalog (``backup`` above) into this setup, whose
@@ -499,10 +516,11 @@ class Ragline(AnswersMixin):
         return CatalogBackupService(rows, self.services.collections, self._transfer(),
                                     self.services.tables.backend)
 
-    def backup_archive(self, caller: Principal, workdir: Path) -> Path:
+    def backup_archive(self, caller: Principal, workdir: Path, *,
+                       include_secrets: bool = False) -> Path:
         """The same snapshot as one .tar.gz under ``workdir`` (``POST /admin/backup``)."""
         self._admin(caller, "take backups")
-        return self._backups().backup_archive(workdir)
+        return self._backups().backup_archive(workdir, include_secrets=include_secrets)
 
     # -- export / import (moving to another setup) ---------------------------------------
     def _transfer(self) -> TransferService:
@@ -606,8 +624,16 @@ class Ragline(AnswersMixin):
         tenants = {k.tenant for k in self.services.auth.list_keys(None)}
         tenants |= {t for t in (self.settings.default_tenant,
                                 self.settings.public_search_tenant) if t}
-        return self.services.verify.verify(repair=repair, collection=collection,
-                                           tenants=tenants)
+        report = self.services.verify.verify(repair=repair, collection=collection,
+                                             tenants=tenants)
+        catalog = self.services.tables.sqlite
+        if catalog is not None and collection is None:
+            for bad in unstorable_rows(catalog, repair=repair):
+                report.findings.append(Finding(
+                    "unstorable_text", "", None, None, 1,
+                    f"{bad.table} row '{bad.row}': {bad.field} of {bad.column} holds "
+                    f"{bad.what}", repaired=repair))
+        return report
 
     # -- search ------------------------------------------------------------------------
     async def search(self, caller: Principal, request: SearchRequest) -> SearchResponse:

@@ -138,6 +138,9 @@ class Settings(BaseSettings):
     webhook_max_bytes: int = Field(
         25 * 1024 * 1024, ge=1024, description="Largest GitHub webhook body (GitHub caps "
         "payloads at 25 MB), checked before the signature.")
+    max_json_depth: int = Field(
+        64, ge=8, le=1000, description="Deepest nesting of lists and objects in a JSON "
+        "request body (embedding arrays aside); deeper is a 400 naming the field.")
     max_document_chars: int = Field(
         1_000_000, ge=1, description="Longest document text accepted by the documents API.")
     max_query_chars: int = Field(

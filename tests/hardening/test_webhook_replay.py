@@ -1,4 +1,5 @@
-"""Webhook deliveries are de-duplicated by X-GitHub-Delivery (issue 10)."""
+"""Webhook deliveries are de-duplicated by X-GitHub-Delivery (issue 10) and by the signed
+body's hash, whatever the delivery id (issue 32)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,13 @@ from tests.api.test_ingestion_webhook import SECRET, Repos, push_payload, sign
 from tests.ingestion_support import SENSING, fake_settings
 
 
-def deliver(c: TestClient, body: bytes, delivery: str, signature: str | None = None) -> Any:
-    return c.post("/ingestion/webhook/github", content=body, headers={
-        "X-GitHub-Event": "push", "Content-Type": "application/json",
-        "X-GitHub-Delivery": delivery, "X-Hub-Signature-256": signature or sign(body)})
+def deliver(c: TestClient, body: bytes, delivery: str | None,
+            signature: str | None = None) -> Any:
+    headers = {"X-GitHub-Event": "push", "Content-Type": "application/json",
+               "X-Hub-Signature-256": signature or sign(body)}
+    if delivery is not None:
+        headers["X-GitHub-Delivery"] = delivery
+    return c.post("/ingestion/webhook/github", content=body, headers=headers)
 
 
 @pytest.fixture
@@ -57,9 +61,24 @@ def test_replayed_delivery_answers_duplicate_and_does_nothing(
     assert len(pulls) == 1 and len(rl.jobs(rl.owner())) == 1
     # a bad signature with a known id is still 401, not "duplicate"
     assert deliver(client, body, "d-1", "sha256=00").status_code == 401
-    # another delivery id is handled
-    assert deliver(client, body, "d-2", sign(body)).status_code == 202
+    # another delivery id with another body is handled
+    other = push_payload([f"docs/{SENSING}"], removed=["docs/gone.md"])
+    assert deliver(client, other, "d-2", sign(other)).status_code == 202
     assert len(pulls) == 2
+
+
+@pytest.mark.parametrize("delivery", ["d-new", "", None, "d-1 "])
+def test_the_same_signed_body_with_any_delivery_id_is_a_duplicate(
+    client: TestClient, delivery: str | None
+) -> None:
+    rl: Ragline = client.app.state.ragline  # type: ignore[attr-defined]
+    body = push_payload([f"docs/{SENSING}"])
+    assert deliver(client, body, "d-1").status_code == 202
+    for n in range(6):  # issue 32: 6 of 6 such replays were queued again
+        again = deliver(client, body, f"{delivery}{n}" if delivery else delivery)
+        assert again.status_code == 200, again.text
+        assert again.json()["duplicate"] is True and again.json()["status"] == "duplicate"
+    assert len(rl.jobs(rl.owner())) == 1
 
 
 def test_delivery_ids_survive_a_restart_and_expire_after_the_window(settings: Any) -> None:

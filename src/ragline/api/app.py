@@ -16,6 +16,7 @@ from fastapi import FastAPI
 
 from ragline import __version__
 from ragline.api import console, docs_ui, errors, middleware, openapi, routing
+from ragline.api.json_guard import SafeJSONResponse
 from ragline.api.request_context import RequestContextMiddleware
 from ragline.api.routes import (
     admin,
@@ -52,6 +53,7 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
         owned = ragline is None
         rl = ragline or Ragline(settings)
         rl.start()  # idempotent: a caller that built and started it keeps ownership
+        await anyio.to_thread.run_sync(rl.settle_pending)  # crash-left first writes (32)
         app.state.ragline = rl
         try:
             yield
@@ -61,7 +63,8 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
 
     app = FastAPI(title="ragline", version=__version__, lifespan=lifespan,
                   description="Self-hosted RAG backend: collections, documents, search.",
-                  docs_url=None, redoc_url=None)  # served offline by docs_ui
+                  docs_url=None, redoc_url=None,  # served offline by docs_ui
+                  default_response_class=SafeJSONResponse)  # stored bad text (issue 32)
     errors.install(app)
     middleware.install(app, settings)
     app.add_middleware(openai_v1.OpenAIErrorShape)  # around the guard: /v1 errors OpenAI's

@@ -15,6 +15,9 @@ request than it needs, so a hostile client costs little (issue 10):
   413 names the limit.
 * **NaN / Infinity** — Python's JSON parser accepts these literals, JSON does
   not; a JSON body containing one is answered 400 naming the field.
+* **Unstorable text and nesting** — a lone surrogate or NUL in any string of a JSON
+  body, the path or a query parameter, or a body nested deeper than
+  ``max_json_depth``, is answered 400 naming the field (:mod:`ragline.api.json_guard`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import anyio.to_thread
 import orjson
 
 from ragline.api.bulk_json import DOCUMENTS_PATH, read_documents_body
+from ragline.api.json_guard import check_json_body, check_target
 from ragline.errors import PayloadTooLarge
 from ragline.observability.memory import TRIM_AFTER_BYTES, release_freed_memory
 
@@ -67,6 +71,7 @@ class GuardConfig:
     max_request_bytes: int = 64 * 1024 * 1024
     path_limits: dict[str, tuple[int, str]] = field(default_factory=dict)
     """Exact path -> (limit, setting name), for bodies with their own limit."""
+    max_json_depth: int = 64
 
 
 def _json_error(status: int, code: str, message: str) -> bytes:
@@ -74,12 +79,15 @@ def _json_error(status: int, code: str, message: str) -> bytes:
 
 
 async def _respond(send: Send, status: int, code: str, message: str,
-                   headers: list[tuple[bytes, bytes]] | None = None) -> None:
+                   headers: list[tuple[bytes, bytes]] | None = None, *,
+                   close: bool = True) -> None:
+    """Answer at once; ``close=False`` keeps a keep-alive connection (the body was read)."""
     body = _json_error(status, code, message)
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"),
                             (b"content-length", str(len(body)).encode()),
-                            (b"connection", b"close"), *(headers or [])]})
+                            *([(b"connection", b"close")] if close else []),
+                            *(headers or [])]})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -102,6 +110,16 @@ def host_allowed(host_header: str, cfg: GuardConfig) -> bool:
         return True
     except ValueError:
         return False
+
+
+def _json_like(ctype: str, headers: dict[bytes, bytes]) -> bool:
+    """A body FastAPI reads as JSON: ``application/json``, ``application/*+json``, or a
+    body sent without a content type (issue 32: that one skipped the checks)."""
+    if ctype == "application/json" or (ctype.startswith("application/")
+                                       and ctype.endswith("+json")):
+        return True
+    return ctype == "" and (headers.get(b"content-length", b"0") != b"0"
+                            or b"transfer-encoding" in headers)
 
 
 class _Constant:
@@ -170,6 +188,12 @@ class RequestGuard:
             await _respond(send, 421, "host_not_allowed",
                            "Host name not allowed (setting allowed_hosts)")
             return
+        bad_target = check_target(scope.get("path", ""), scope.get("query_string", b""))
+        if bad_target is not None:
+            await _respond(send, 400, "invalid_request", bad_target,
+                           close=headers.get(b"content-length", b"0") != b"0"
+                           or b"transfer-encoding" in headers)
+            return
         method = scope.get("method", "GET")
         ctype = headers.get(b"content-type", b"").decode("latin-1").split(";")[0].strip().lower()
         if (method == "POST" and self.cfg.require_credential_header
@@ -188,7 +212,7 @@ class RequestGuard:
                            f"Request body too large: {int(declared)} bytes (limit {limit} "
                            f"bytes, setting {name})")
             return
-        if ctype == "application/json" and method in ("POST", "PUT", "PATCH", "DELETE"):
+        if _json_like(ctype, headers) and method in ("POST", "PUT", "PATCH", "DELETE"):
             await self._json(scope, receive, send, limit, name)
             return
         seen = [0]
@@ -235,8 +259,9 @@ class RequestGuard:
         bulk = None  # a bulk write's vectors read straight into a matrix (api/bulk_json)
         if scope.get("method") == "POST" and DOCUMENTS_PATH.match(scope.get("path", "")):
             bulk = read_documents_body(body)
+        parsed: Any = None
         try:  # orjson refuses NaN/Infinity and numbers beyond the float range itself
-            scope[PARSED_JSON] = bulk if bulk is not None else orjson.loads(body)
+            parsed = scope[PARSED_JSON] = bulk if bulk is not None else orjson.loads(body)
             found = None
         except orjson.JSONDecodeError:  # a literal to name, or invalid JSON (route's 400)
             found = find_constant(body)
@@ -244,7 +269,12 @@ class RequestGuard:
             path, literal = found
             await _respond(send, 400, "invalid_request",
                            f"Invalid request: '{path}' is {literal}, which is not a finite "
-                           "number; send finite numbers only")
+                           "number; send finite numbers only", close=False)
+            return
+        problem = check_json_body(body, parsed, self.cfg.max_json_depth)
+        if problem is not None:  # unstorable text or nesting (issue 32)
+            scope.pop(PARSED_JSON, None)
+            await _respond(send, 400, "invalid_request", problem, close=False)
             return
         sent = False
 
@@ -306,6 +336,7 @@ def install(app: FastAPI, settings: Settings) -> None:
         allowed_hosts=settings.allowed_hosts, bound_host=settings.host,
         require_credential_header=settings.require_credential_header,
         max_request_bytes=settings.max_request_bytes,
+        max_json_depth=settings.max_json_depth,
         path_limits={
             WEBHOOK_PATH: (settings.webhook_max_bytes, "webhook_max_bytes"),
             UPLOAD_PATH: (settings.max_upload_bytes + MULTIPART_SLACK, "max_upload_bytes"),

@@ -6,6 +6,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+QUERY_INT_MAX = 1_000_000_000
+"""Largest ``limit``/``offset`` a listing takes; beyond it a 400 (a huge value was a 500)."""
+
 
 class EmbedConfig(BaseModel):
     provider: str = Field(description="An embedding provider ragline runs (e.g. 'local').")

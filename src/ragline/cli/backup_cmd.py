@@ -37,14 +37,15 @@ def _fail(exc: RaglineError) -> typer.Exit:
     return typer.Exit(2 if exc.status < 500 or exc.code == "data_format_unsupported" else 1)
 
 
-def _backup_over_http(client: Client, dest: Path) -> dict[str, object]:
+def _backup_over_http(client: Client, dest: Path, include_secrets: bool) -> dict[str, object]:
     from ragline.facade import unpack_backup
 
     if dest.exists() and any(dest.iterdir()):
         raise typer.BadParameter("the destination exists and is not empty", param_hint="DEST")
     dest.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".ragline-backup-", dir=dest.parent) as tmp:
-        archive = client.download_backup(Path(tmp) / "backup.tar.gz")
+        archive = client.download_backup(Path(tmp) / "backup.tar.gz",
+                                         include_secrets=include_secrets)
         stage = Path(tmp) / "stage"
         with open(archive, "rb") as f:
             unpack_backup(f, stage)
@@ -62,9 +63,13 @@ def backup(
     api_key: ApiKey = None,
     profile: Profile = None,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the server.")] = 3600,
+    include_secrets: Annotated[bool, typer.Option(
+        "--include-secrets", help="Keep named connections' secrets (a remote server's admin "
+        "key, API keys) in the backup; left out by default.")] = False,
     as_json: AsJson = False,
 ) -> None:
-    """Take a consistent snapshot of catalog and collections (online if a server runs)."""
+    """Take a consistent snapshot of catalog and collections (online if a server runs).
+    Named connections' secrets are left out unless --include-secrets."""
     from ragline.cli.main import build_settings
     from ragline.cli.target import Connection, server_for
     from ragline.facade import Ragline
@@ -78,10 +83,10 @@ def backup(
             if not as_json:
                 typer.echo(f"backing up through the server at {server[0]}")
             with Client(server[0], api_key=server[1], timeout=timeout) as client:
-                manifest = _backup_over_http(client, dest)
+                manifest = _backup_over_http(client, dest, include_secrets)
         else:
             with Ragline(settings) as rl:
-                manifest = rl.backup(rl.owner(), dest)
+                manifest = rl.backup(rl.owner(), dest, include_secrets=include_secrets)
     except RaglineError as exc:
         raise _fail(exc) from exc
     if as_json:

@@ -131,8 +131,10 @@ class AsyncClient:
         finally:
             await response.aclose()
 
-    async def download_backup(self, archive: Path) -> Path:
-        call: Call[None] = Call("POST", ep.BACKUP_PATH, lambda r: None, json={})
+    async def download_backup(self, archive: Path, *,
+                              include_secrets: bool = False) -> Path:
+        call: Call[None] = Call("POST", ep.BACKUP_PATH, lambda r: None, json={},
+                               params={"include_secrets": "true"} if include_secrets else None)
         response = await self._send(call, stream=True)
         try:
             with open(archive, "wb") as out:

@@ -157,10 +157,12 @@ class Client:
         finally:
             response.close()
 
-    def download_backup(self, archive: Path) -> Path:
+    def download_backup(self, archive: Path, *,
+                        include_secrets: bool = False) -> Path:
         """``POST /admin/backup`` (admins): a consistent snapshot as a .tar.gz at ``archive``
         (unpack it with ``ragline.facade.unpack_backup`` or ``ragline backup``)."""
-        call: Call[None] = Call("POST", ep.BACKUP_PATH, lambda r: None, json={})
+        call: Call[None] = Call("POST", ep.BACKUP_PATH, lambda r: None, json={},
+                               params={"include_secrets": "true"} if include_secrets else None)
         response = self._send(call, stream=True)
         try:
             with open(archive, "wb") as out:

@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 from markdown_it import MarkdownIt
 
+from ragline.ingest.budgets import load_frontmatter_yaml
 from ragline.ingest.metadata import merge_metadata, normalize_metadata
 from ragline.ingest.text import decode_bytes
 from ragline.ingest.types import MetadataValue, ParsedContent
@@ -130,11 +131,15 @@ def split_frontmatter(text: str, name: str = "") -> tuple[str | None, str]:
 
 
 def parse_frontmatter(raw: str | None, name: str = "") -> dict[str, Any]:
-    """YAML → dict, or ``{}`` with a warning naming the file when it is malformed."""
+    """YAML → dict, or ``{}`` with a warning naming the file when it is malformed.
+
+    Raises :class:`~ragline.errors.InvalidInput` naming the limit when the YAML is over
+    a budget of :mod:`ragline.ingest.budgets` (an alias bomb): the file is refused.
+    """
     if raw is None or not raw.strip():
         return {}
     try:
-        data = yaml.load(raw, Loader=_YAML_LOADER)  # a safe loader (C or Python)
+        data = load_frontmatter_yaml(raw, name, _YAML_LOADER)  # a safe loader (C or Python)
     except yaml.YAMLError as exc:
         reason = str(exc).splitlines()[0]
         log.warning("%s: malformed frontmatter (%s); using defaults", name, reason)

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ragline.core.filters import INT64_MAX, INT64_MIN, key_problem
+from ragline.errors import InvalidInput
+from ragline.ingest.budgets import METADATA_MAX_BYTES, METADATA_MAX_DEPTH, METADATA_MAX_KEYS
 from ragline.ingest.types import Metadata, MetadataValue, Scalar
 
 log = logging.getLogger(__name__)
@@ -38,7 +40,6 @@ SPEC_FRONTMATTER_DEFAULTS: dict[str, Scalar] = {"proficiency_level": "A2", "hard
 """Spec 004: what a lesson without (or with a malformed) value of these fields gets."""
 
 MAX_KEY_LENGTH = 128
-_MAX_DEPTH = 8
 _UNSAFE_KEY_CHARS = re.compile(r"[^\w-]+")
 
 
@@ -70,39 +71,111 @@ def _scalar(value: Any) -> Scalar | None:
     return str(value)
 
 
-def _flatten(
-    prefix: str, value: Any, out: dict[str, MetadataValue], name: str, depth: int = 0
-) -> None:
-    if depth > _MAX_DEPTH:  # YAML aliases can even make a structure contain itself
-        log.warning("%s: metadata field %r is nested too deeply; skipped", name, prefix)
+class _Budget:
+    """What one source's flattening may still produce (:mod:`ragline.ingest.budgets`)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name or "<source>"
+        self.keys = METADATA_MAX_KEYS
+        self.chars = METADATA_MAX_BYTES
+        self.visits = 10 * METADATA_MAX_KEYS  # mapping entries walked, skipped ones too
+        self.open: set[int] = set()  # mappings being flattened (a cycle's ancestors)
+
+    def visit(self) -> None:
+        self.visits -= 1
+        if self.visits < 0:
+            raise InvalidInput(f"{self.name}: metadata refused: more than "
+                               f"{10 * METADATA_MAX_KEYS} entries (limit 10 x METADATA_MAX_KEYS)")
+
+    def spend(self, key: str, value: MetadataValue) -> None:
+        self.keys -= 1
+        if isinstance(value, list):
+            self.chars -= sum(len(v) if isinstance(v, str) else 8 for v in value)
+        self.chars -= len(key) + (len(value) if isinstance(value, str) else 8)
+        if self.keys < 0:
+            raise InvalidInput(f"{self.name}: metadata refused: more than "
+                               f"{METADATA_MAX_KEYS} fields (limit METADATA_MAX_KEYS)")
+        if self.chars < 0:
+            raise InvalidInput(f"{self.name}: metadata refused: more than "
+                               f"{METADATA_MAX_BYTES} characters (limit METADATA_MAX_BYTES)")
+
+
+def _nested_text(item: Any, budget: _Budget) -> str:
+    """A list item that is itself a list or mapping, as JSON text, within the budget.
+
+    The item is sized first, building nothing: a node shared through YAML aliases is
+    counted each time it is met, so the count reaches the budget and stops where an
+    expansion would have grown; only an item within the budget is serialised. A
+    structure that contains itself is kept as its (truncated) ``str``."""
+    room = [budget.chars]
+    circular = [False]
+
+    def size(value: Any, ancestors: set[int], depth: int) -> None:
+        room[0] -= 8 + (len(value) if isinstance(value, str) else 0)
+        if room[0] < 0 or depth > 2 * METADATA_MAX_DEPTH:
+            raise InvalidInput(f"{budget.name}: metadata refused: more than "
+                               f"{METADATA_MAX_BYTES} characters (limit METADATA_MAX_BYTES)")
+        if not isinstance(value, Mapping | list | tuple):
+            return
+        if id(value) in ancestors:
+            circular[0] = True
+            return
+        ancestors.add(id(value))
+        for sub in ([*map(str, value), *value.values()] if isinstance(value, Mapping)
+                    else value):
+            size(sub, ancestors, depth + 1)
+        ancestors.discard(id(value))
+
+    size(item, set(), 0)
+    if circular[0]:
+        return str(item)[:1000]
+    try:
+        return json.dumps(item, default=str, sort_keys=True)
+    except (ValueError, TypeError):  # unsortable keys
+        return str(item)[:1000]
+
+
+def _flatten(prefix: str, value: Any, out: dict[str, MetadataValue], budget: _Budget,
+             depth: int = 0) -> None:
+    name = budget.name
+    if depth > METADATA_MAX_DEPTH:  # YAML aliases can even make a structure contain itself
+        log.warning("%s: metadata field %r is nested deeper than %d levels "
+                    "(METADATA_MAX_DEPTH); skipped", name, prefix, METADATA_MAX_DEPTH)
         return
     if isinstance(value, Mapping):
+        if id(value) in budget.open:  # a YAML alias made it contain itself
+            log.warning("%s: metadata field %r contains itself; skipped", name, prefix)
+            return
+        budget.open.add(id(value))
         for key, sub in value.items():
+            budget.visit()
             safe = storable_key(key)
             if safe is None:
-                log.warning("%s: metadata key %r cannot be stored; skipped", name or "<source>",
+                log.warning("%s: metadata key %r cannot be stored; skipped", name,
                             str(key)[:80])
                 continue
             if safe != str(key):
-                log.warning("%s: metadata key %r stored as %r", name or "<source>",
-                            str(key)[:80], safe)
-            _flatten(f"{prefix}_{safe}" if prefix else safe, sub, out, name, depth + 1)
+                log.warning("%s: metadata key %r stored as %r", name, str(key)[:80], safe)
+            _flatten(f"{prefix}_{safe}" if prefix else safe, sub, out, budget, depth + 1)
+        budget.open.discard(id(value))
         return
     if isinstance(value, list | tuple | set | frozenset):
         items: list[Scalar] = []
         for item in value:
             if isinstance(item, Mapping | list | tuple):
                 # Lists of objects cannot be filtered on anyway; keep them readable.
-                try:
-                    items.append(json.dumps(item, default=str, sort_keys=True))
-                except (ValueError, TypeError):  # circular (YAML aliases) or unsortable keys
-                    items.append(str(item)[:1000])
+                items.append(_nested_text(item, budget))
             elif (s := _scalar(item)) is not None:
                 items.append(s)
+            if len(items) > METADATA_MAX_KEYS:
+                raise InvalidInput(f"{name}: metadata refused: field {prefix!r} holds more "
+                                   f"than {METADATA_MAX_KEYS} items (limit METADATA_MAX_KEYS)")
+        budget.spend(prefix, items)
         out[prefix] = items
         return
     scalar = _scalar(value)
     if scalar is not None:
+        budget.spend(prefix, scalar)
         out[prefix] = scalar
 
 
@@ -115,10 +188,12 @@ def normalize_metadata(raw: Mapping[Any, Any], name: str = "") -> Metadata:
     themselves objects are kept as JSON strings. Keys in :data:`RESERVED_KEYS`
     are renamed ``fm_<key>``. A key that cannot be stored is renamed or
     skipped by :func:`storable_key`, with a warning naming ``name``: a stray
-    frontmatter key never fails an ingestion.
+    frontmatter key never fails an ingestion. Metadata over the budget of
+    :mod:`ragline.ingest.budgets` (keys, characters) raises :class:`InvalidInput`
+    naming the limit.
     """
     out: dict[str, MetadataValue] = {}
-    _flatten("", raw, out, name)
+    _flatten("", raw, out, _Budget(name))
     return {(RESERVED_PREFIX + k if k in RESERVED_KEYS else k): v for k, v in out.items()}
 
 

@@ -6,7 +6,14 @@ A backup is a directory (``ragline backup DEST``) or, over HTTP, a .tar.gz of on
   database even while the server reads and writes;
 * ``collections/<shard>/`` - every shard, flushed and copied by the store;
 * ``ragline-format.json`` - the data-directory format (``ragline.datadir``);
-* ``backup.json`` - when, by which version, which collections.
+* ``backup.json`` - when, by which version, which collections, and whether the
+  named connections' secrets are in it (``connection_secrets``).
+
+Connection secrets (a remote server's admin key, an embedder's API key) are left out
+unless asked for (``include_secrets``; ``ragline backup --include-secrets``): the copied
+catalog's ``connections.secrets`` are emptied before the copy is finished, so a backup
+handed to storage does not carry another server's admin key in clear text (issue 32).
+A connection restored without its secret is re-added with it.
 
 Consistency: the catalog's write lock is held while both are copied (catalog
 first, then the store's locks: the order every writer uses), so catalog rows
@@ -26,6 +33,7 @@ import json
 import logging
 import os
 import shutil
+import sqlite3
 import tarfile
 import tempfile
 import time
@@ -56,8 +64,9 @@ class BackupService:
         self.catalog = catalog
         self.store = store
 
-    def backup(self, dest: Path) -> dict[str, Any]:
-        """Write a consistent snapshot into ``dest`` (absent or empty); return its manifest."""
+    def backup(self, dest: Path, *, include_secrets: bool = False) -> dict[str, Any]:
+        """Write a consistent snapshot into ``dest`` (absent or empty); return its manifest.
+        Connection secrets are emptied in the copy unless ``include_secrets``."""
         if not _is_empty(dest):
             raise InvalidInput("The backup destination exists and is not empty")
         snapshot = getattr(self.store, "snapshot", None)
@@ -73,12 +82,15 @@ class BackupService:
                 shards = snapshot(stage / SHARDS)
                 names = [c.name for c in self.catalog.list_collections()]
             froze_s = time.perf_counter() - t0
+            if not include_secrets:
+                omit_connection_secrets(stage / CATALOG)
             write_version(stage, FORMAT_VERSION)
             manifest = {
                 "ragline_version": __version__, "format_version": FORMAT_VERSION,
                 "started_at": started, "finished_at": now_iso(),
                 "writes_paused_s": round(froze_s, 3), "shards": shards,
                 "collections": names,
+                "connection_secrets": "included" if include_secrets else "omitted",
             }
             (stage / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
             if dest.exists():
@@ -90,7 +102,7 @@ class BackupService:
         log.info("backup written: %d shard(s), writes paused %.2f s", len(shards), froze_s)
         return manifest
 
-    def backup_archive(self, workdir: Path) -> Path:
+    def backup_archive(self, workdir: Path, *, include_secrets: bool = False) -> Path:
         """A backup packed as one .tar.gz under ``workdir`` (for the HTTP endpoint).
 
         The shards' preallocated sparse files go in as GNU sparse members (their
@@ -98,13 +110,25 @@ class BackupService:
         archive holds no runs of zeros to read and compress; gzip level 1.
         """
         snap = workdir / "backup"
-        self.backup(snap)
+        self.backup(snap, include_secrets=include_secrets)
         archive = workdir / "ragline-backup.tar.gz"
         with tarfile.open(archive, "w:gz", compresslevel=1,
                           format=tarfile.PAX_FORMAT) as tar:
             _add_tree(tar, snap)
         shutil.rmtree(snap, ignore_errors=True)
         return archive
+
+
+def omit_connection_secrets(catalog_copy: Path) -> None:
+    """Empty every named connection's secrets in a copied catalog, and vacuum it so the
+    old values are not left in free pages."""
+    db = sqlite3.connect(catalog_copy)
+    try:
+        with db:
+            db.execute("UPDATE connections SET secrets = '{}'")
+        db.execute("VACUUM")
+    finally:
+        db.close()
 
 
 def _add_tree(tar: tarfile.TarFile, root: Path) -> None:

@@ -49,6 +49,11 @@ ROWS = "catalog.json"
 DOCUMENTS = "collections.jsonl"
 
 
+def _no_secrets(value: Any) -> Any:
+    """No secrets, in the form the row held them (JSON text or an object)."""
+    return "{}" if isinstance(value, str) else {}
+
+
 class CatalogBackupService:
     def __init__(self, rows: CatalogRows, collections: CollectionService,
                  transfer: TransferService, backend: str) -> None:
@@ -57,8 +62,9 @@ class CatalogBackupService:
         self.transfer = transfer
         self.backend = backend
 
-    def backup(self, dest: Path) -> dict[str, Any]:
-        """Write the backup into ``dest`` (absent or empty); return its manifest."""
+    def backup(self, dest: Path, *, include_secrets: bool = False) -> dict[str, Any]:
+        """Write the backup into ``dest`` (absent or empty); return its manifest.
+        Named connections' secrets are left out unless ``include_secrets`` (issue 32)."""
         if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
             raise InvalidInput("The backup destination exists and is not empty")
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -66,6 +72,9 @@ class CatalogBackupService:
         try:
             started = now_iso()
             rows = self.rows.dump()
+            if not include_secrets:
+                rows["connections"] = [{**r, "secrets": _no_secrets(r.get("secrets"))}
+                                       for r in rows.get("connections", [])]
             (stage / ROWS).write_text(json.dumps({"schema_version": SCHEMA_VERSION,
                                                   "tables": rows}) + "\n")
             named = {r["tenant"] for t in ("api_keys", "ingest_sources", "conversations",
@@ -79,6 +88,7 @@ class CatalogBackupService:
                 "collections": sorted(exported["documents"]), "tenants": exported["tenants"],
                 "documents": exported["documents"],
                 "rows": {table: len(items) for table, items in rows.items()},
+                "connection_secrets": "included" if include_secrets else "omitted",
             }
             (stage / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
             if dest.exists():

@@ -42,6 +42,20 @@ def new_shard_key() -> str:
     return uuid.uuid4().hex
 
 
+def check_access_metadata(metadata: dict[str, Any]) -> None:
+    """Collection metadata whose wrong type would widen access is refused (issue 32):
+    ``tenants`` (who may read the collection) must be a list of strings or null; a string
+    (``"alice"``) used to leave the collection readable by every tenant."""
+    tenants = metadata.get("tenants")
+    if tenants is None:  # shared
+        return
+    if not isinstance(tenants, list) or not all(isinstance(t, str) and t for t in tenants):
+        raise InvalidInput("Invalid metadata: 'tenants' must be a list of tenant names "
+                           f"(strings), got {type(tenants).__name__}"
+                           + (" holding a non-string or empty name"
+                              if isinstance(tenants, list) else ""))
+
+
 class CollectionService:
     disk: DiskGuard = DiskGuard.unlimited()  # the facade sets the configured guard
     def __init__(self, catalog: CollectionCatalog, store: VectorStore,
@@ -71,6 +85,7 @@ class CollectionService:
         if metadata is not None and not isinstance(metadata, dict):
             raise InvalidInput("Invalid metadata: must be an object")
         meta = dict(metadata or {})
+        check_access_metadata(meta)
         if embedding_provider is not None:
             meta["embedding_provider"] = embedding_provider
         if embedding_model is not None:
@@ -126,6 +141,7 @@ class CollectionService:
         with self.lock(name):
             info = self.catalog.get_collection(name)
             new = {**info.metadata, **metadata} if merge else dict(metadata)
+            check_access_metadata(new)
             return self.catalog.set_metadata(name, new)
 
     def delete(self, name: str) -> CollectionInfo:

@@ -19,6 +19,10 @@ tenant it knows and reports:
   Repair: delete them.
 * ``interrupted_write`` — a first write that never finished (a row without hash).
   Repair: delete the chunks it wrote and drop the row.
+* ``unstorable_text`` — a catalog row (a job, a collection's metadata) holding a lone
+  surrogate or NUL, stored before requests were checked (issue 32; the embedded
+  catalog only, :mod:`ragline.catalog.text_repair`). Repair: U+FFFD in place of a lone
+  surrogate, NUL dropped.
 * ``missing_root`` — directory sources whose root no longer exists. A notice, not
   a problem: re-ingesting the tree from its new place takes them over.
 
@@ -31,6 +35,7 @@ the default tenant).
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -38,13 +43,16 @@ from typing import Any
 
 from ragline.catalog.ingest_state import StateRow
 from ragline.catalog.tables import SourceStates
+from ragline.core.filters import Eq
 from ragline.core.types import CollectionInfo
 from ragline.providers.stores.base import VectorStore
 from ragline.services.collections import CollectionService
 from ragline.services.sources import PAGE, root_exists
 
+log = logging.getLogger(__name__)
+
 PROBLEMS = ("missing_shard", "stale_state", "missing_chunks", "orphan_chunks",
-            "interrupted_write")
+            "interrupted_write", "unstorable_text")
 NOTICES = ("missing_root",)
 INGESTED_KEYS = ("parent_doc_id", "chunk_index", "content_hash", "source_hash")
 
@@ -139,6 +147,26 @@ class VerifyService:
                     self._tenant(info, tenant, by_key.get((info.name, tenant), []), report,
                                  repair)
         return report
+
+    def settle_pending(self) -> int:
+        """At start, before any job runs (the embedded catalog's single owner): settle
+        every source a crash left ``pending`` (a first write that never finished) the
+        way ``--repair`` settles an ``interrupted_write``: its chunks are deleted and its
+        row dropped, so the next run writes it as new (issue 32). Returns how many."""
+        infos = {c.name: c for c in self.collections.all()}
+        pending = [r for r in self.state.rows() if r.source.source_hash is None]
+        for row in pending:
+            info = infos.get(row.collection)
+            if (info is not None and info.shard == row.shard and info.dimension is not None
+                    and self.store.has_shard(row.shard)):
+                self.store.delete_where(row.shard, row.tenant,
+                                        Eq("parent_doc_id", row.source.source_id))
+        if pending:
+            self.state.drop_rows(pending)
+            log.warning("%d source(s) left pending by an interrupted first write were "
+                        "settled (their chunks removed; the next run writes them again)",
+                        len(pending))
+        return len(pending)
 
     def _shard(self, info: CollectionInfo, report: VerifyReport, repair: bool) -> None:
         if info.dimension is None or self.store.has_shard(info.shard):

@@ -105,13 +105,23 @@ class WebhookService:
         self.submit = submit  # IngestionService.submit
         self.deliveries = deliveries
 
-    def first_delivery(self, delivery_id: str | None) -> bool:
-        """False for a delivery id already handled within ``webhook_dedup_window_s``
-        (checked after the signature, so unsigned requests cannot burn ids; issue 10)."""
-        if not delivery_id or self.deliveries is None:
+    def _keys(self, delivery_id: str | None, body: bytes) -> list[str]:
+        """What a delivery is remembered by: the signed body's SHA-256 (a replay with a
+        new, empty or missing delivery id is the same body; issue 32) and its id."""
+        keys = ["sha256:" + hashlib.sha256(body).hexdigest()]
+        if delivery_id and delivery_id.strip():
+            keys.append(delivery_id.strip()[:200])
+        return keys
+
+    def first_delivery(self, delivery_id: str | None, body: bytes) -> bool:
+        """False for a body or a delivery id already handled within
+        ``webhook_dedup_window_s`` (checked after the signature, so unsigned requests
+        cannot burn either; issues 10 and 32). Both are recorded."""
+        if self.deliveries is None:
             return True
-        return self.deliveries.first_time(delivery_id.strip()[:200],
-                                          self.settings.webhook_dedup_window_s)
+        window = self.settings.webhook_dedup_window_s
+        fresh = [self.deliveries.first_time(key, window) for key in self._keys(delivery_id, body)]
+        return all(fresh)
 
     def secret(self) -> str:
         secret = self.settings.github_webhook_secret
@@ -133,13 +143,14 @@ class WebhookService:
         """
         verify_signature(self.secret(), body, headers.get("x-hub-signature-256"))
         delivery = headers.get("x-github-delivery")
-        if not self.first_delivery(delivery):  # a replay: answer, do nothing
+        if not self.first_delivery(delivery, body):  # a replay: answer, do nothing
             return 200, {"status": "duplicate", "duplicate": True, "delivery": delivery}
         try:
             return self._handle_event(tenant, headers, body)
         except Exception:  # let GitHub's redelivery of a failed delivery run again
-            if delivery and self.deliveries is not None:
-                self.deliveries.forget(delivery.strip()[:200])
+            if self.deliveries is not None:
+                for key in self._keys(delivery, body):
+                    self.deliveries.forget(key)
             raise
 
     def _handle_event(self, tenant: str, headers: Mapping[str, str],

@@ -12,7 +12,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from fastapi.responses import FileResponse
 from starlette.background import BackgroundTask
 
@@ -27,11 +27,14 @@ router = APIRouter(tags=["operations"])
                                   "schema": {"type": "string", "format": "binary"},
                                   "example": "(binary .tar.gz: catalog.sqlite3, "
                                              "collections/...)"}}}})
-def backup(rl: RL, caller: Caller) -> FileResponse:
-    """A consistent snapshot of the whole data directory as a .tar.gz (admin keys only)."""
+def backup(rl: RL, caller: Caller, include_secrets: bool = Query(
+        False, description="Keep named connections' secrets (remote admin keys, API keys) "
+        "in the archive; left out by default.")) -> FileResponse:
+    """A consistent snapshot of the whole data directory as a .tar.gz (admin keys only);
+    connection secrets are left out unless ``include_secrets=true``."""
     workdir = Path(tempfile.mkdtemp(prefix="ragline-backup-"))
     try:
-        archive = rl.backup_archive(caller, workdir)
+        archive = rl.backup_archive(caller, workdir, include_secrets=include_secrets)
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise

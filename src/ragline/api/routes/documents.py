@@ -8,7 +8,13 @@ from fastapi import APIRouter, Query
 
 from ragline.api.deps import RL, Caller
 from ragline.api.fast_json import FastJSONRoute
-from ragline.api.schemas import DocumentList, DocumentOut, DocumentsAdd, DocumentsDelete
+from ragline.api.schemas import (
+    QUERY_INT_MAX,
+    DocumentList,
+    DocumentOut,
+    DocumentsAdd,
+    DocumentsDelete,
+)
 from ragline.api.schemas_out import (
     CollectionEmptied,
     DocumentsAdded,
@@ -35,7 +41,8 @@ def add_documents(name: str, body: DocumentsAdd, rl: RL, caller: Caller) -> dict
 def list_documents(
     name: str, rl: RL, caller: Caller,
     where: str | None = Query(None, description="JSON metadata filter"),
-    limit: int = Query(100, ge=0), offset: int = Query(0, ge=0),
+    limit: int = Query(100, ge=0, le=QUERY_INT_MAX),
+    offset: int = Query(0, ge=0, le=QUERY_INT_MAX),
 ) -> dict[str, Any]:
     """A page of the caller's tenant's documents, optionally filtered by ``where`` (JSON)."""
     page = rl.list_documents(caller, name, where, limit, offset)

@@ -13,14 +13,16 @@ from typing import Any
 from fastapi import APIRouter, Query
 
 from ragline.api.deps import RL, Caller
+from ragline.api.schemas import QUERY_INT_MAX
 from ragline.api.schemas_out import SourceDeleted, SourceList, SourceOut, ok
 
 router = APIRouter(tags=["sources"])
 
 
 @router.get("/collections/{name}/sources", responses=ok(SourceList))
-def list_sources(name: str, rl: RL, caller: Caller, limit: int = Query(100, ge=0),
-                 offset: int = Query(0, ge=0)) -> dict[str, Any]:
+def list_sources(name: str, rl: RL, caller: Caller,
+                 limit: int = Query(100, ge=0, le=QUERY_INT_MAX),
+                 offset: int = Query(0, ge=0, le=QUERY_INT_MAX)) -> dict[str, Any]:
     """The caller's ingested sources of a collection, with their state and chunk counts."""
     sources, total = rl.list_sources(caller, name, limit, offset)
     return {"sources": [asdict(s) for s in sources], "count": len(sources), "total": total}

@@ -34,7 +34,7 @@ from ragline.core.filters import Node
 from ragline.core.ids import point_id
 from ragline.core.sparse import copy_tree_sparse
 from ragline.core.types import Page, Record, Scalar, ScoredRecord, StoreQuery
-from ragline.core.usage import UsageCache
+from ragline.core.usage import UsageCache, disk_usage
 from ragline.errors import ShardGone, StoreError
 from ragline.observability.memory import release_freed_memory
 from ragline.providers.base import Health, ProviderConfig, config_schema
@@ -104,6 +104,20 @@ def _answers(pending: list[Callable[[], int]], tokens: list[int]) -> Exception |
 def _index_path(field: str, kind: str) -> str:
     return bool_path(field) if kind == "bool" else field_path(field)
 
+
+
+SHARD_REOPEN_SLACK = 8 * 1024 * 1024
+"""What opening a shard writes besides replaying its WAL (a fresh WAL segment's first
+pages, the segments' status and tracker pages), with room to spare."""
+
+
+def wal_bytes(root: Path) -> int:
+    """Bytes the WALs of every shard under ``root`` hold on disk."""
+    try:
+        shards = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    except OSError:
+        return 0
+    return sum(disk_usage(wal) for shard in shards for wal in shard.glob("*/wal"))
 
 class QdrantEdgeConfig(ProviderConfig):
     path: Path = Field(description="Directory holding one sub-directory per shard.")
@@ -224,6 +238,7 @@ class QdrantEdgeStore:
         self._shards: dict[str, _Shard] = {}
         self._open_lock = threading.Lock()
         self._usage = UsageCache(self.root)  # health's storage_bytes: one walk per 5 s
+        self.wal_usage = UsageCache(self.root, walk=wal_bytes)  # the disk reserve's floor
         self._sizes: dict[str, UsageCache] = {}  # size_bytes per shard, likewise
         self.last_build: dict[str, float] = {}  # timings of the last background build
         self.last_phases: dict[str, float] = {}  # when each of its steps began (monotonic)
@@ -589,6 +604,14 @@ class QdrantEdgeStore:
         return sort_values(values)
 
     # -- housekeeping ------------------------------------------------------------
+    def reopen_bytes(self) -> int:
+        """Free space reopening every shard may take: the disk reserve never goes below
+        it (services/diskspace.py, issue 32). Replaying a shard's WAL writes its
+        operations into the segments' preallocated (sparse) files, so each shard counts
+        the bytes its WAL holds (walked at most every 5 s) plus
+        :data:`SHARD_REOPEN_SLACK`."""
+        return len(self.shard_keys()) * SHARD_REOPEN_SLACK + self.wal_usage.get()
+
     def size_bytes(self, key: str) -> int:
         """Bytes the shard holds on disk, at most 5 s old (``/info`` asks for every shard)."""
         path = self._dir(key)

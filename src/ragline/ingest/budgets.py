@@ -1,0 +1,112 @@
+"""Budgets for the parsers every source goes through (issue 32).
+
+A hostile 466-byte Markdown file whose YAML frontmatter nests aliases ten levels
+deep (``l1: &l1 [*l0, *l0, …]``) is shared by the YAML loader, so it loads small,
+but every step that walks it (the metadata flattening, ``json.dumps``) expands it:
+20 GB before the kernel killed the server. So the frontmatter's node graph is
+measured *before* anything is built from it: its size, its nesting depth, how many
+aliases it uses and how many nodes it would hold once every alias is expanded.
+Over any limit the file is refused (:class:`~ragline.errors.InvalidInput` naming
+the limit: a 400 for an upload, a per-file error in an ingestion job) and nothing
+is written.
+
+The metadata flattening (:func:`ragline.ingest.metadata.normalize_metadata`) has its
+own budget of keys, depth and bytes, for every source of metadata (frontmatter, PDF
+info, defaults, the text route's metadata).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from ragline.errors import InvalidInput
+
+FRONTMATTER_MAX_BYTES = 64 * 1024
+"""Characters of YAML between the ``---`` fences."""
+FRONTMATTER_MAX_NODES = 10_000
+"""Scalars, lists and mappings in the frontmatter once every alias is expanded."""
+FRONTMATTER_MAX_ALIASES = 100
+"""Alias uses (``*name``) in one frontmatter."""
+FRONTMATTER_MAX_DEPTH = 32
+"""Nesting of lists and mappings in the frontmatter."""
+
+METADATA_MAX_KEYS = 1_000
+"""Fields one source's metadata may flatten into."""
+METADATA_MAX_BYTES = 256 * 1024
+"""Characters of one source's flattened metadata (keys and values)."""
+METADATA_MAX_DEPTH = 8
+"""Nesting of mappings the flattening follows (deeper fields are skipped)."""
+
+
+class _Measure:
+    """Walks a composed YAML node graph once, each shared node once (memoised)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.memo: dict[int, tuple[int, int]] = {}  # id -> (expanded nodes, height)
+        self.active: set[int] = set()
+        self.aliases = 0
+
+    def refuse(self, what: str) -> InvalidInput:
+        return InvalidInput(f"{self.name}: frontmatter refused: {what}")
+
+    def node(self, node: yaml.Node, depth: int) -> tuple[int, int]:
+        key = id(node)
+        if key in self.memo:  # a node met again is an alias use
+            self.aliases += 1
+            if self.aliases > FRONTMATTER_MAX_ALIASES:
+                raise self.refuse(f"more than {FRONTMATTER_MAX_ALIASES} aliases (limit "
+                                  "FRONTMATTER_MAX_ALIASES)")
+            count, height = self.memo[key]
+            self._check(count, depth + height)
+            return count, height
+        if key in self.active:  # contains itself: built as one shared object, never expanded
+            return 1, 0
+        if depth > FRONTMATTER_MAX_DEPTH:
+            self._check(0, depth)
+        children: list[Any] = []
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        self.active.add(key)
+        count, height = 1, 0
+        for child in children:
+            sub_count, sub_height = self.node(child, depth + 1)
+            count += sub_count
+            height = max(height, sub_height + 1)
+            self._check(count, depth + height)
+        self.active.discard(key)
+        self.memo[key] = (count, height)
+        return count, height
+
+    def _check(self, count: int, depth: int) -> None:
+        if count > FRONTMATTER_MAX_NODES:
+            raise self.refuse(f"more than {FRONTMATTER_MAX_NODES} values once its aliases "
+                              "are expanded (limit FRONTMATTER_MAX_NODES)")
+        if depth > FRONTMATTER_MAX_DEPTH:
+            raise self.refuse(f"nested deeper than {FRONTMATTER_MAX_DEPTH} levels (limit "
+                              "FRONTMATTER_MAX_DEPTH)")
+
+
+def load_frontmatter_yaml(raw: str, name: str, loader: type[Any]) -> Any:
+    """``raw`` YAML loaded with ``loader`` (a safe loader), within the budgets above.
+
+    The document is composed into nodes first (aliases stay shared there), measured,
+    and only then constructed. Raises :class:`InvalidInput` naming the limit;
+    :class:`yaml.YAMLError` for YAML that does not parse.
+    """
+    if len(raw) > FRONTMATTER_MAX_BYTES:
+        raise InvalidInput(f"{name}: frontmatter refused: {len(raw)} characters (limit "
+                           f"{FRONTMATTER_MAX_BYTES}, FRONTMATTER_MAX_BYTES)")
+    parser = loader(raw)
+    try:
+        node = parser.get_single_node()
+        if node is None:
+            return None
+        _Measure(name).node(node, 0)
+        return parser.construct_document(node)
+    finally:
+        parser.dispose()

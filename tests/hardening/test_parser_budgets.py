@@ -1,0 +1,196 @@
+"""A budget for every parser (issue 32): the YAML alias bomb and its relatives are refused
+before they expand, fast and in little memory; the metadata flattening is bounded."""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from ragline.api.app import create_app
+from ragline.errors import InvalidInput
+from ragline.ingest.markdown import parse_markdown
+from ragline.ingest.metadata import normalize_metadata
+from tests.api.helpers import local_client
+from tests.hardening.hostile_inputs import alias_bomb
+from tests.ingestion_support import fake_settings
+
+pytestmark = pytest.mark.usefixtures("few_payload_indexes")
+
+
+def refused(data: bytes) -> tuple[str, float, int]:
+    """(message, seconds, peak bytes allocated) of parsing ``data`` as Markdown."""
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        with pytest.raises(InvalidInput) as exc:
+            parse_markdown(data, "bomb.md")
+        return exc.value.message, time.perf_counter() - started, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_466_byte_alias_bomb_is_refused_fast_in_little_memory() -> None:
+    data = alias_bomb(levels=10, width=9)  # 9**10 = 3.5 billion values once expanded
+    assert len(data) < 500
+    message, seconds, peak = refused(data)
+    assert "bomb.md: frontmatter refused" in message
+    assert "(limit FRONTMATTER_MAX_NODES)" in message
+    assert seconds < 1.0 and peak < 5 * 1024 * 1024  # measured: ~10 ms, well under 1 MB
+
+
+@pytest.mark.parametrize("levels", [5, 6, 7])
+def test_smaller_bombs_that_used_to_pass_in_seconds_are_refused_too(levels: int) -> None:
+    message, seconds, _ = refused(alias_bomb(levels=levels, width=9))
+    assert "FRONTMATTER_MAX_NODES" in message and seconds < 1.0
+
+
+@pytest.mark.parametrize("yaml_text,limit", [
+    ("a: " + "[" * 40 + "]" * 40, "FRONTMATTER_MAX_DEPTH"),
+    ("a: &a x\n" + "\n".join(f"k{i}: *a" for i in range(150)), "FRONTMATTER_MAX_ALIASES"),
+    ("a: '" + "x" * 70_000 + "'", "FRONTMATTER_MAX_BYTES"),
+])
+def test_each_frontmatter_limit_is_named(yaml_text: str, limit: str) -> None:
+    message, _, _ = refused(f"---\n{yaml_text}\n---\n# T\n\nBody.\n".encode())
+    assert limit in message
+
+
+def test_a_mapping_that_contains_itself_many_times_is_skipped_at_once() -> None:
+    """``b: &y {k0: *y, …, k90: *y}`` walked to the depth limit was 91**8 steps."""
+    keys = ", ".join(f"k{i}: *y" for i in range(91))
+    started = time.perf_counter()
+    meta = parse_markdown(f"---\nb: &y {{{keys}}}\nd: ok\n---\n# T\n\nBody.\n".encode(),
+                          "loop.md").metadata
+    assert meta["d"] == "ok" and not any(k.startswith("b_") for k in meta)
+    assert time.perf_counter() - started < 1.0
+
+
+def test_ordinary_aliases_still_work() -> None:
+    data = (b"---\nbase: &base {level: 2, tags: [a, b]}\nlesson: *base\nrefs: [*base, *base]\n"
+            b"---\n# T\n\nBody.\n")
+    meta = parse_markdown(data, "ok.md").metadata
+    assert meta["lesson_level"] == 2 and meta["lesson_tags"] == ["a", "b"]
+    assert meta["refs"] == ['{"level": 2, "tags": ["a", "b"]}'] * 2
+
+
+def test_metadata_flattening_is_bounded_in_keys_depth_and_bytes() -> None:
+    with pytest.raises(InvalidInput, match=r"more than 1000 fields \(limit METADATA_MAX_KEYS\)"):
+        normalize_metadata({f"k{i}": i for i in range(1001)}, "many.md")
+    with pytest.raises(InvalidInput, match=r"METADATA_MAX_BYTES"):
+        normalize_metadata({"big": "x" * 300_000}, "big.md")
+    cyclic: list[Any] = ["x"]
+    cyclic.append(cyclic)  # a structure containing itself is kept as its short str
+    assert normalize_metadata({"loop": [cyclic]}, "loop.md") == {"loop": ["['x', [...]]"]}
+    shared = ["y" * 100] * 50
+    nested: Any = shared
+    for _ in range(5):  # 50**6 strings if expanded: sized, never serialised
+        nested = [nested] * 50
+    started = time.perf_counter()
+    with pytest.raises(InvalidInput, match=r"METADATA_MAX_BYTES"):
+        normalize_metadata({"bomb": [nested]}, "bomb.md")
+    assert time.perf_counter() - started < 1.0
+    deep: dict[str, Any] = {"leaf": 1}
+    for _ in range(12):
+        deep = {"d": deep}
+    assert normalize_metadata({"deep": deep, "kept": 1}, "deep.md") == {"kept": 1}
+
+
+# -- through the API ----------------------------------------------------------------------
+@pytest.fixture
+def client(tmp_path: Path) -> Iterator[TestClient]:
+    settings = fake_settings(tmp_path, default_collection="knowledge")
+    with local_client(create_app(settings)) as c:
+        yield c
+
+
+def test_an_uploaded_alias_bomb_is_400_naming_the_limit_and_nothing_is_written(
+    client: TestClient
+) -> None:
+    started = time.perf_counter()
+    r = client.post("/api/rag/ingest/upload",
+                    files={"documentFile": ("bomb.md", alias_bomb(), "text/markdown")})
+    assert time.perf_counter() - started < 10
+    assert r.status_code == 400, r.text
+    assert "FRONTMATTER_MAX_NODES" in r.json()["message"]
+    listed = client.get("/collections/knowledge/sources")
+    assert listed.status_code in (200, 404)
+    assert listed.status_code == 404 or listed.json()["total"] == 0
+    assert client.get("/health").status_code == 200
+
+
+def test_a_bomb_in_a_directory_is_a_warning_naming_the_file_and_the_rest_is_ingested(
+    client: TestClient, tmp_path: Path
+) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "bomb.md").write_bytes(alias_bomb())
+    (tree / "good.md").write_text("# Good\n\nGrippers hold objects.\n")
+    r = client.post("/ingestion/trigger", json={"collection": "knowledge", "path": str(tree)})
+    assert r.status_code == 202, r.text
+    rl = client.app.state.ragline  # type: ignore[attr-defined]
+    rl.services.jobs.wait(r.json()["job_id"], timeout=60)
+    job = client.get(f"/ingestion/status/{r.json()['job_id']}").json()
+    assert job["status"] == "succeeded", job
+    assert any("bomb.md" in w and "FRONTMATTER_MAX_NODES" in w for w in job["warnings"]), job
+    sources = client.get("/collections/knowledge/sources").json()["sources"]
+    chunks = {s["source_id"]: s["chunk_count"] for s in sources}
+    assert chunks["bomb"] == 0 and chunks["good"] >= 1  # the bomb's state row, no chunks
+
+
+# -- against a real server process ---------------------------------------------------------
+def _rss_peak_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_the_bomb_against_a_real_server_400_fast_small_rss_health_answering(
+    tmp_path: Path
+) -> None:
+    """Issue 32's finding, as it happened: RSS 20.9 GB, /health timing out, the process
+    killed. Now: 400 within 10 s, the peak RSS grows by less than 100 MB, /health answers
+    throughout and afterwards."""
+    import threading
+
+    import httpx
+
+    from tests.live_server import LiveServer
+
+    srv = LiveServer(tmp_path / "data")
+    try:
+        srv.wait_ready()
+        before = _rss_peak_mb(srv.proc.pid)
+        health: list[int] = []
+        done = threading.Event()
+
+        def probe() -> None:
+            while not done.is_set():
+                health.append(httpx.get(srv.url + "/health", timeout=5).status_code)
+                time.sleep(0.05)
+
+        prober = threading.Thread(target=probe)
+        prober.start()
+        try:
+            started = time.perf_counter()
+            for _ in range(3):
+                r = httpx.post(srv.url + "/api/rag/ingest/upload", timeout=30,
+                               headers={"X-API-Key": "k"},
+                               files={"documentFile": ("bomb.md", alias_bomb(), "text/markdown")})
+                assert r.status_code == 400, r.text
+                assert "FRONTMATTER_MAX_NODES" in r.json()["message"]
+            assert time.perf_counter() - started < 10
+        finally:
+            done.set()
+            prober.join()
+        assert health and set(health) == {200}
+        assert srv.proc.poll() is None
+        assert _rss_peak_mb(srv.proc.pid) - before < 100
+    finally:
+        srv.stop()
