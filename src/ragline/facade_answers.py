@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from ragline.core.principal import Principal
-from ragline.core.types import CollectionInfo
 from ragline.errors import InvalidInput
 from ragline.services.answers import AnswerServices
 from ragline.services.chat import ChatRequest, PreparedTurn
@@ -35,6 +34,7 @@ from ragline.services.searching import SearchRequest
 
 if TYPE_CHECKING:
     from ragline.facade import Services
+    from ragline.services.access import AccessPolicy
     from ragline.settings import Settings
 
 T = TypeVar("T")
@@ -47,7 +47,8 @@ class AnswersMixin:
         @property
         def services(self) -> Services: ...
         def owner(self) -> Principal: ...
-        def _collection(self, caller: Principal, name: str) -> CollectionInfo: ...
+        @property
+        def access(self) -> AccessPolicy: ...
         def call_sync(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T: ...
 
     @property
@@ -57,12 +58,13 @@ class AnswersMixin:
     def _name(self, caller: Principal, collection: str | None) -> str:
         """The one default-collection rule, then the caller's access check."""
         name = self.services.search.existing_default(collection)
-        self._collection(caller, name)
+        self.access.collection(caller, name)
         return name
 
     def _scoped(self, caller: Principal) -> ScopedRetriever:
         return ScopedRetriever(self._answers.retriever,
-                               lambda name: self._collection(caller, name))
+                               lambda name: self.access.collection(caller, name),
+                               self.access.read_scope(caller))
 
     @property
     def llm_configured(self) -> bool:
@@ -77,7 +79,7 @@ class AnswersMixin:
         stream it with ``events()`` or finish it with ``run()``."""
         self._answers.llm()  # 503 naming the settings before any other complaint
         if collection:
-            self._collection(caller, collection)
+            self.access.collection(caller, collection)
         return await self._answers.chat.prepare(ChatRequest(
             caller.tenant, message, conversation_id, collection, self._scoped(caller)))
 
@@ -100,7 +102,8 @@ class AnswersMixin:
         self._answers.llm()
         ctx = EnrichedContext.model_validate(context)
         name = self._name(caller, collection)
-        result = await self._answers.checklists.process(caller.tenant, name, ctx, top_k)
+        result = await self._answers.checklists.process(self.access.read_scope(caller), name,
+                                                        ctx, top_k)
         return checklist_json(result)
 
     # -- library API (spec 003's services), synchronous ------------------------------
@@ -138,10 +141,10 @@ class AnswersMixin:
                     caller: Principal | None = None) -> list[str]:
         """All chunks or none: one validated write through the documents use case."""
         who = caller or self.owner()
-        self._collection(who, collection)
+        self.access.collection(who, collection)
         docs = [DocumentInput(str(c.get("text", "")), dict(c.get("metadata") or {}),
                               c.get("embedding"), c.get("id")) for c in chunks]
-        return self.services.documents.add(collection, docs, who.tenant)
+        return self.services.documents.add(collection, docs, self.access.write_tenant(who))
 
     def find_similar(self, embedding: list[float], k: int = 5, *,
                      collection: str | None = None,
@@ -156,7 +159,7 @@ class AnswersMixin:
 
     async def _search(self, caller: Principal, req: SearchRequest) -> Any:
         req.collection = self._name(caller, req.collection)
-        return await self.services.search.search(caller.tenant, req)
+        return await self.services.search.search(self.access.read_scope(caller), req)
 
     def retrieve(self, context: Mapping[str, Any], k: int = 5, *,
                  collection: str | None = None, caller: Principal | None = None) -> list[Hit]:
@@ -164,7 +167,8 @@ class AnswersMixin:
         who = caller or self.owner()
         ctx = EnrichedContext.model_validate(context)
         name = self._name(who, collection)
-        return self.call_sync(self._answers.checklists.retrieve, who.tenant, name, ctx, k)
+        return self.call_sync(self._answers.checklists.retrieve, self.access.read_scope(who),
+                              name, ctx, k)
 
     def format_prompt(self, context: Mapping[str, Any], chunks: list[Hit], *,
                       collection: str | None = None) -> str:
@@ -183,4 +187,5 @@ class AnswersMixin:
         self._answers.llm()
         ctx = EnrichedContext.model_validate(context)
         name = self._name(who, collection)
-        return self.call_sync(self._answers.checklists.process, who.tenant, name, ctx, top_k)
+        return self.call_sync(self._answers.checklists.process, self.access.read_scope(who),
+                              name, ctx, top_k)

@@ -41,6 +41,7 @@ class Document(ApiModel):
     id: str
     text: str = ""
     metadata: dict[str, Any] = Field(default_factory=dict)
+    shared: bool = False  # of the shared corpus (tenant '*')
 
 
 class DocumentPage(ApiModel):

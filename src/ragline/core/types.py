@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Union
 import numpy as np
 import numpy.typing as npt
 
+from ragline.core.tenancy import TenantScope
+
 Scalar = Union[str, int, float, bool]
 MetaValue = Union[Scalar, None, list[Scalar]]
 Metadata = dict[str, MetaValue]
@@ -71,9 +73,11 @@ class StoreQuery:
     ``dense`` ranks by ``vector``, ``sparse`` by BM25 of ``text``, ``hybrid`` fuses
     both candidate lists (``candidates`` deep each) with ``fusion`` (``rrf`` with
     ``rrf_k``, or ``dbsf``). ``score_threshold`` applies to dense scores only.
+    ``tenant``: the tenants searched (a reader's own and the shared corpus:
+    :mod:`ragline.core.tenancy`).
     """
 
-    tenant: str
+    tenant: TenantScope
     mode: SearchMode
     limit: int
     vector: Vector | None = None

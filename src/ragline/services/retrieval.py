@@ -21,6 +21,7 @@ import numpy as np
 
 from ragline.core.coalesce import Coalescer
 from ragline.core.filters import Node
+from ragline.core.tenancy import TenantScope
 from ragline.core.types import CollectionInfo, ScoredRecord, SearchMode, StoreQuery
 from ragline.core.types import Fusion as FusionKind
 from ragline.errors import InvalidInput
@@ -45,7 +46,7 @@ Overviews = Literal["yield", "keep"]
 @dataclass
 class SearchQuery:
     collection: str
-    tenant: str
+    tenant: TenantScope
     query: str | None = None
     embedding: Any = None
     mode: Mode | None = None

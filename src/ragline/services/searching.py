@@ -16,6 +16,7 @@ from typing import Any
 import anyio.to_thread
 
 from ragline.core.filters import Limits, Node, parse_where, parse_where_json
+from ragline.core.tenancy import TenantScope
 from ragline.core.types import ScoredRecord
 from ragline.errors import CollectionNotFound, InvalidInput
 from ragline.services.collections import CollectionService
@@ -154,7 +155,7 @@ class SearchService:
         return name
 
     # -- the pipeline -------------------------------------------------------------------
-    async def search(self, tenant: str, req: SearchRequest) -> SearchResponse:
+    async def search(self, tenant: TenantScope, req: SearchRequest) -> SearchResponse:
         name = self.existing_default(req.collection)
         where = self.parse_where(book_filters(req.where, req.filters))
         q = SearchQuery(collection=name, tenant=tenant, query=req.query,

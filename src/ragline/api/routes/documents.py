@@ -16,6 +16,7 @@ from ragline.api.schemas_out import (
     MetadataValues,
     ok,
 )
+from ragline.core.tenancy import SHARED
 from ragline.facade import DocumentInput
 
 router = APIRouter(tags=["documents"], route_class=FastJSONRoute)
@@ -37,9 +38,11 @@ def list_documents(
     where: str | None = Query(None, description="JSON metadata filter"),
     limit: int = Query(100, ge=0), offset: int = Query(0, ge=0),
 ) -> dict[str, Any]:
-    """A page of the caller's tenant's documents, optionally filtered by ``where`` (JSON)."""
+    """A page of the caller's tenant's documents and the shared corpus's, optionally
+    filtered by ``where`` (JSON)."""
     page = rl.list_documents(caller, name, where, limit, offset)
-    docs = [DocumentOut(id=r.id, text=r.text, metadata=r.metadata) for r in page.records]
+    docs = [DocumentOut(id=r.id, text=r.text, metadata=r.metadata, shared=r.tenant == SHARED)
+            for r in page.records]
     return {"documents": docs, "count": len(docs), "total": page.total}
 
 
@@ -62,9 +65,11 @@ def delete_documents(
 
 @router.get("/collections/{name}/documents/{doc_id:path}", responses=ok(DocumentOut))
 def get_document(name: str, doc_id: str, rl: RL, caller: Caller) -> dict[str, Any]:
-    """One document of the caller's tenant (another tenant's id is a 404)."""
+    """One document of the caller's tenant or of the shared corpus (the caller's own first
+    when both have the id; another tenant's id is a 404)."""
     rec = rl.get_document(caller, name, doc_id)
-    return {"id": rec.id, "text": rec.text, "metadata": rec.metadata}
+    return {"id": rec.id, "text": rec.text, "metadata": rec.metadata,
+            "shared": rec.tenant == SHARED}
 
 
 @router.get("/collections/{name}/metadata-values", responses=ok(MetadataValues))

@@ -85,16 +85,16 @@ def build(table: sql.Identifier, text_config: str, sq: StoreQuery
     out_cols = sql.SQL("d.id, d.text, d.metadata" + (", d.embedding" if sq.with_vectors else ""))
     return sql.SQL(
         "WITH tq AS (SELECT {tsq} AS q), "
-        "dl AS (SELECT id, 1 - (embedding <=> %(vec)s) AS s FROM {t} WHERE {cond} "
+        "dl AS (SELECT id, tenant, 1 - (embedding <=> %(vec)s) AS s FROM {t} WHERE {cond} "
         "       ORDER BY embedding <=> %(vec)s, id LIMIT %(depth)s), "
-        "sl AS (SELECT id, {rank}::float8 AS s FROM {t}, tq WHERE {cond} AND tsv @@ tq.q "
-        "       ORDER BY s DESC, id LIMIT %(depth)s), "
-        "legs AS (SELECT id, s, {stats} FROM dl WINDOW w AS (ORDER BY s DESC, id) "
+        "sl AS (SELECT id, tenant, {rank}::float8 AS s FROM {t}, tq WHERE {cond} "
+        "       AND tsv @@ tq.q ORDER BY s DESC, id LIMIT %(depth)s), "
+        "legs AS (SELECT id, tenant, s, {stats} FROM dl WINDOW w AS (ORDER BY s DESC, id) "
         "         UNION ALL "
-        "         SELECT id, s, {stats} FROM sl WINDOW w AS (ORDER BY s DESC, id)), "
-        "fused AS (SELECT id, sum({fused}) AS score FROM legs GROUP BY id "
+        "         SELECT id, tenant, s, {stats} FROM sl WINDOW w AS (ORDER BY s DESC, id)), "
+        "fused AS (SELECT id, tenant, sum({fused}) AS score FROM legs GROUP BY id, tenant "
         "          ORDER BY score DESC, id LIMIT %(limit)s) "
-        "SELECT f.score, {out} FROM fused f JOIN {t} d ON d.id = f.id AND d.{tenant} "
+        "SELECT f.score, {out} FROM fused f JOIN {t} d ON d.id = f.id AND d.tenant = f.tenant "
         "ORDER BY f.score DESC, d.id"
     ).format(tsq=tsq, t=table, cond=cond, rank=_RANK, stats=stats, fused=fused,
-             out=out_cols, tenant=sql.SQL("tenant = %(tenant)s")), params
+             out=out_cols), params
