@@ -701,8 +701,10 @@ class Ragline(AnswersMixin):
     def github_webhook(self, headers: Mapping[str, str],
                        body: bytes) -> tuple[int, dict[str, Any]]:
         """A GitHub delivery as received (blocking: runs git). Returns (status, body).
-        Authenticated by its signature; it acts in the default tenant."""
-        return self.services.webhook.handle(self.settings.default_tenant, headers, body)
+        Authenticated by its signature; it writes to ``github_tenant`` (default: the
+        default tenant; ``*``: the shared corpus)."""
+        s = self.settings
+        return self.services.webhook.handle(s.github_tenant or s.default_tenant, headers, body)
 
     # -- access --------------------------------------------------------------------------
     def authenticate(self, key: str | None, tenant: str | None = None, *,

@@ -109,6 +109,8 @@ def test_each_user_lists_the_shared_corpus_and_its_own(world: World) -> None:
     # a shared record by id; the other user's is a 404
     r = world.get("alice", "/collections/kb/documents/book-doc")
     assert r.status_code == 200 and "shared gripper manual" in r.text
+    assert r.json()["shared"] is True  # marked; the caller's own records carry no mark
+    assert "shared" not in world.get("alice", "/collections/kb/documents/alice-doc").json()
     r = world.get("alice", "/collections/kb/documents/bob-doc")
     assert r.status_code == 404 and "beta" not in r.text
 
@@ -238,3 +240,24 @@ def test_the_tenants_list_still_decides_who_reads_a_collection(world: World) -> 
         assert world.get("bob", url).status_code == 404, url
     r = world.post("bob", "/collections/kb/search", {"query": "gripper"})
     assert r.status_code == 404
+
+
+def test_the_webhook_publishes_to_the_tenant_it_is_configured_for(tmp_path: Path) -> None:
+    """``RAGLINE_GITHUB_TENANT='*'``: a push lands in the shared corpus every user reads."""
+    from tests.api.test_ingestion_webhook import SECRET, Repos, post, push_payload
+    from tests.ingestion_support import SENSING
+
+    repos = Repos(tmp_path)
+    settings = fake_settings(tmp_path, auth="on", github_webhook_secret=SECRET,
+                             github_repo_path=repos.clone, github_docs_path="docs",
+                             github_tenant="*", default_collection="book")
+    with TestClient(create_app(settings), base_url="http://localhost") as c:
+        rl: Ragline = c.app.state.ragline  # type: ignore[attr-defined]
+        alice = rl.create_key(rl.owner(), "user", "alice")[1]
+        r = post(c, push_payload([f"docs/{SENSING}"]))
+        assert r.status_code == 202, r.text
+        job = rl.services.jobs.wait(r.json()["job_id"], timeout=60)
+        assert job.status == "succeeded" and job.tenant == "*"
+        docs = c.get("/collections/book/documents",
+                     headers={"Authorization": f"Bearer {alice}"}).json()["documents"]
+        assert docs and all(d.get("shared") is True for d in docs)

@@ -17,6 +17,7 @@ from ragline.api.schemas_out import (
     ok,
 )
 from ragline.core.tenancy import SHARED
+from ragline.core.types import Record
 from ragline.facade import DocumentInput
 
 router = APIRouter(tags=["documents"], route_class=FastJSONRoute)
@@ -32,7 +33,7 @@ def add_documents(name: str, body: DocumentsAdd, rl: RL, caller: Caller) -> dict
 
 
 @router.get("/collections/{name}/documents", response_model=DocumentList,
-            responses=ok(DocumentList))
+            response_model_exclude_unset=True, responses=ok(DocumentList))
 def list_documents(
     name: str, rl: RL, caller: Caller,
     where: str | None = Query(None, description="JSON metadata filter"),
@@ -41,9 +42,14 @@ def list_documents(
     """A page of the caller's tenant's documents and the shared corpus's, optionally
     filtered by ``where`` (JSON)."""
     page = rl.list_documents(caller, name, where, limit, offset)
-    docs = [DocumentOut(id=r.id, text=r.text, metadata=r.metadata, shared=r.tenant == SHARED)
-            for r in page.records]
+    docs = [_document(r) for r in page.records]
     return {"documents": docs, "count": len(docs), "total": page.total}
+
+
+def _document(rec: Record) -> dict[str, Any]:
+    """A document as answered: ``shared`` only on a record of the shared corpus."""
+    out = {"id": rec.id, "text": rec.text, "metadata": rec.metadata}
+    return {**out, "shared": True} if rec.tenant == SHARED else out
 
 
 @router.delete("/collections/{name}/documents/all", responses=ok(CollectionEmptied))
@@ -67,9 +73,7 @@ def delete_documents(
 def get_document(name: str, doc_id: str, rl: RL, caller: Caller) -> dict[str, Any]:
     """One document of the caller's tenant or of the shared corpus (the caller's own first
     when both have the id; another tenant's id is a 404)."""
-    rec = rl.get_document(caller, name, doc_id)
-    return {"id": rec.id, "text": rec.text, "metadata": rec.metadata,
-            "shared": rec.tenant == SHARED}
+    return _document(rl.get_document(caller, name, doc_id))
 
 
 @router.get("/collections/{name}/metadata-values", responses=ok(MetadataValues))
