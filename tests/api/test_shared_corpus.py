@@ -200,6 +200,13 @@ def test_user_keys_never_change_shared_records(world: World) -> None:
     assert "shared gripper manual" in world.get(
         "bob", "/collections/kb/documents/book-doc").text
     assert shared_ids(world) == shared
+    # a search answers one hit per id: alice's own version, bob the shared one (marked)
+    for who, want, mark in (("alice", "alice's own", None), ("bob", "shared gripper", True)):
+        hits = [h for h in world.post(who, "/collections/kb/search", {
+            "query": "gripper manual chapter version", "limit": 50}).json()["results"]
+            if h["id"] == "book-doc"]
+        assert len(hits) == 1 and want in hits[0]["text"], (who, hits)
+        assert hits[0].get("shared") is mark
     listed = world.get("alice", "/collections/kb/documents",
                        params={"where": '{"owner": {"$in": ["alice", "shared"]}}'}).json()
     assert [d["id"] for d in listed["documents"]].count("book-doc") == 2

@@ -75,6 +75,7 @@ class SearchHit(ApiModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     score: float | None = None
     embedding: list[float] | None = None
+    shared: bool = False  # of the shared corpus (tenant '*')
 
 
 class SearchResult(ApiModel):

@@ -44,11 +44,15 @@ class Record:
 
 @dataclass(slots=True)
 class ScoredRecord:
+    """A search hit. ``tenant``: whose record it is, where the store says (a search over a
+    reader's scope mixes its own records and the shared corpus's, ``*``)."""
+
     id: str
     text: str
     metadata: Metadata
     score: float
     embedding: Vector | None = None
+    tenant: str | None = None
 
 
 class SearchMode(StrEnum):

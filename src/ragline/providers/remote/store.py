@@ -281,7 +281,8 @@ class RemoteRaglineStore:
 
 def _scored(h: models.SearchHit) -> ScoredRecord:
     vector = None if h.embedding is None else np.asarray(h.embedding, dtype=np.float32)
-    return ScoredRecord(h.id, h.text, h.metadata, float(h.score or 0.0), vector)
+    return ScoredRecord(h.id, h.text, h.metadata, float(h.score or 0.0), vector,
+                        SHARED if h.shared else None)
 
 
 def _unreachable(exc: ServerUnreachable) -> str:

@@ -507,7 +507,7 @@ class ChromaStore:
                 break
             emb = got["embeddings"][j][k] if with_vectors else None
             r = self._record(got["metadatas"][j][k], got["documents"][j][k], emb)
-            hits.append(ScoredRecord(r.id, r.text, r.metadata, score, r.embedding))
+            hits.append(ScoredRecord(r.id, r.text, r.metadata, score, r.embedding, r.tenant))
         return hits
 
     def has_text_index(self, key: str) -> bool:

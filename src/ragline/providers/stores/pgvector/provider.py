@@ -418,5 +418,6 @@ def _record(r: Any, with_vectors: bool) -> Record:
 
 
 def _scored(r: Any, with_vectors: bool) -> ScoredRecord:
-    emb = _vector(r[4]) if with_vectors and len(r) > 4 else None
-    return ScoredRecord(r[1], r[2], r[3] or {}, float(r[0]), emb)
+    """A row of (score, id, text, metadata, tenant[, embedding])."""
+    emb = _vector(r[5]) if with_vectors and len(r) > 5 else None
+    return ScoredRecord(r[1], r[2], r[3] or {}, float(r[0]), emb, r[4])

@@ -36,14 +36,14 @@ _RANK = sql.SQL("ts_rank_cd(tsv, tq.q, 1)")
 
 
 def _cols(with_vectors: bool) -> sql.SQL:
-    return sql.SQL("id, text, metadata" + (", embedding" if with_vectors else ""))
+    return sql.SQL("id, text, metadata, tenant" + (", embedding" if with_vectors else ""))
 
 
 def build(table: sql.Identifier, text_config: str, sq: StoreQuery
           ) -> tuple[sql.Composed, dict[str, Any]] | None:
     """The statement and parameters for ``sq``, or None when it cannot match anything
-    (a sparse query without words). Rows come back as (score, id, text, metadata[,
-    embedding]), best first, ties by id."""
+    (a sparse query without words). Rows come back as (score, id, text, metadata,
+    tenant[, embedding]), best first, ties by id."""
     cond, params = tenant_where(sq.tenant, sq.where)
     tsq = _TSQUERY.format(cfg=sql.Literal(text_config))
     cols = _cols(sq.with_vectors)
@@ -82,7 +82,8 @@ def build(table: sql.Identifier, text_config: str, sq: StoreQuery
         fused = sql.SQL("1.0 / (%(rrf_k)s + r)")
     stats = sql.SQL("row_number() OVER w - 1 AS r, count(*) OVER () AS n, "
                     "avg(s) OVER () AS mean, stddev_samp(s) OVER () AS sd")
-    out_cols = sql.SQL("d.id, d.text, d.metadata" + (", d.embedding" if sq.with_vectors else ""))
+    out_cols = sql.SQL("d.id, d.text, d.metadata, d.tenant"
+                       + (", d.embedding" if sq.with_vectors else ""))
     return sql.SQL(
         "WITH tq AS (SELECT {tsq} AS q), "
         "dl AS (SELECT id, tenant, 1 - (embedding <=> %(vec)s) AS s FROM {t} WHERE {cond} "

@@ -499,7 +499,8 @@ def _scored(pts: list[Any], with_vectors: bool, tenant: TenantScope | None = Non
         if tenant is not None and pl.get(TENANT) not in tenants:
             return None
         r = _record(p, with_vectors, pl)
-        out.append(ScoredRecord(r.id, r.text, r.metadata, float(p.score), r.embedding))
+        out.append(ScoredRecord(r.id, r.text, r.metadata, float(p.score), r.embedding,
+                                r.tenant))
     return out
 
 

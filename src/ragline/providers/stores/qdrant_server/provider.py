@@ -515,4 +515,4 @@ def _record(p: Any, with_vector: bool) -> Record:
 
 def _scored(p: Any, with_vector: bool) -> ScoredRecord:
     r = _record(p, with_vector)
-    return ScoredRecord(r.id, r.text, r.metadata, float(p.score), r.embedding)
+    return ScoredRecord(r.id, r.text, r.metadata, float(p.score), r.embedding, r.tenant)
