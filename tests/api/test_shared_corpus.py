@@ -176,6 +176,17 @@ def test_chat_retrieves_shared_and_own_never_another_users(world: World) -> None
             assert want in sources, (who, message, r.text)
             assert f"{'bob' if who == 'alice' else 'alice'}-doc" not in sources
             assert other not in world.llm.calls[-1].prompt
+        # the tool path: the model asks the search tool, which reads the same scope
+        world.llm.replies += ['{"tool_name": "search_knowledge_base", "arguments": '
+                              '{"query": "gripper", "collection": "kb"}}', "Tool answer."]
+        r = world.post(who, "/api/chat", {"message": "what do the notes say?",
+                                          "collection": "kb", "stream": False})
+        body = r.json()
+        assert r.status_code == 200 and body["path"] == "tool", r.text
+        ids = {s["id"] for s in body["sources"]}
+        assert "book-doc" in ids and f"{who}-doc" in ids, ids
+        assert not ids & {"alice-doc", "bob-doc"} - {f"{who}-doc"}
+        assert other not in world.llm.calls[-1].prompt
 
 
 def test_user_keys_never_change_shared_records(world: World) -> None:
