@@ -289,3 +289,11 @@ def test_each_use_case_applies_the_policy(world: World, method: str) -> None:
             assert set(got) == want, (method, who, got)
         else:
             assert got == want, (method, who, got)
+
+
+def test_export_and_verify_cover_the_shared_corpus(world: World) -> None:
+    """The shared corpus is a tenant of its own for the admin's whole-setup operations."""
+    counts = world.rl.export_data(ADMIN, io.StringIO())
+    assert "*" in counts["tenants"] and counts["documents"]["kb"]["*"] == 2
+    report = world.rl.verify(ADMIN, collection="kb")
+    assert report.sources == 3 and report.ok  # the shared text, alice's and bob's

@@ -32,6 +32,7 @@ from ragline.catalog.keys import KeyRecord
 from ragline.catalog.lock import DataDirLock, holder_address
 from ragline.catalog.tables import CollectionCatalog, SourceStates
 from ragline.core.principal import Principal
+from ragline.core.tenancy import SHARED
 from ragline.core.types import CollectionInfo, Page, Record, Scalar
 from ragline.datadir import ensure_format
 from ragline.errors import (
@@ -592,7 +593,7 @@ class Ragline(AnswersMixin):
         if collection is not None:
             self.services.collections.get(collection)
         tenants = {k.tenant for k in self.services.auth.list_keys(None)}
-        tenants |= {t for t in (self.settings.default_tenant,
+        tenants |= {t for t in (self.settings.default_tenant, SHARED,
                                 self.settings.public_search_tenant) if t}
         return self.services.verify.verify(repair=repair, collection=collection,
                                            tenants=tenants)
