@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 
 from ragline.api.app import create_app
 from ragline.facade import Ragline
+from ragline.testing.cross_encoder import tiny_cross_encoder_dir
 from ragline.testing.scripted_llm import ScriptedChatModel
 from tests.ingestion_support import fake_settings
 
@@ -48,7 +49,8 @@ class World:
 
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[World]:
-    settings = fake_settings(tmp_path, auth="on", default_collection="kb")
+    settings = fake_settings(tmp_path, auth="on", default_collection="kb",
+                             cross_encoder_path=tiny_cross_encoder_dir())
     llm = ScriptedChatModel()
     rl = Ragline(settings, llm=llm).start()
     try:
@@ -128,7 +130,8 @@ def test_every_search_mode_and_option_merges_shared_and_own(world: World) -> Non
     bodies += [{"mode": "hybrid", "group_by": "source_id"},
                {"mode": "hybrid", "expand": "neighbors"},
                {"mode": "hybrid", "expand": "section"},
-               {"mode": "dense", "mmr": 0.5}]
+               {"mode": "dense", "mmr": 0.5}, {"mode": "hybrid", "rerank": True},
+               {"mode": "sparse", "explain": True}]
     for body in bodies:
         for url in ("/collections/kb/search", "/search"):
             for who, other in (("alice", "beta"), ("bob", "alpha")):
@@ -138,6 +141,8 @@ def test_every_search_mode_and_option_merges_shared_and_own(world: World) -> Non
                 assert "shared gripper manual" in text or "torque calibration" in text, body
                 assert f"{who}" in text.lower() or body.get("group_by"), body
                 assert other not in text, (who, body, url)
+                if body.get("rerank"):  # the cross-encoder really ran
+                    assert any("rerank" in st for st in r.json()["stages"]), r.json()
 
 
 def test_context_lesson_and_sources_reach_the_shared_corpus(world: World) -> None:
