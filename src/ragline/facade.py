@@ -33,13 +33,13 @@ from ragline.catalog.lock import DataDirLock, holder_address
 from ragline.catalog.tables import CollectionCatalog, SourceStates
 from ragline.catalog.text_repair import unstorable_rows
 from ragline.core.principal import Principal
+from ragline.core.tenancy import SHARED
 from ragline.core.types import CollectionInfo, Page, Record, Scalar
 from ragline.datadir import ensure_format
 from ragline.errors import (
     CollectionNotFound,
     ConfigError,
     DocumentNotFound,
-    Forbidden,
     InvalidInput,
     ModelNotLoaded,
     RaglineError,
@@ -52,6 +52,7 @@ from ragline.observability.metrics import render as metrics_render
 from ragline.providers.llms.base import ChatModel
 from ragline.providers.registry import registry
 from ragline.providers.stores.base import VectorStore
+from ragline.services.access import AccessPolicy
 from ragline.services.answers import AnswerServices, build_answers
 from ragline.services.auth import AuthService
 from ragline.services.backup import BackupService
@@ -166,6 +167,7 @@ class Services:
     sources: SourceService
     verify: VerifyService
     tables: CatalogTables
+    access: AccessPolicy
 
 
 class Ragline(AnswersMixin):
@@ -293,6 +295,7 @@ class Ragline(AnswersMixin):
                                   self._llm),
             connections=connections, routing=RoutingService(connections),
             sources=SourceService(collections, store, state, documents, ingest),
+            access=AccessPolicy(collections),
             verify=VerifyService(collections, store, state),
             tables=tables)
 
@@ -403,27 +406,11 @@ class Ragline(AnswersMixin):
             portal = self._portal
         return portal.call(fn, *args)
 
-    # -- access rules ------------------------------------------------------------------
-    @staticmethod
-    def _admin(caller: Principal, what: str) -> None:
-        if not caller.is_admin:
-            raise Forbidden(f"Only an admin key can {what}")
-
-    @staticmethod
-    def _may_use(caller: Principal, info: CollectionInfo) -> bool:
-        """Collections are shared unless their metadata lists ``tenants``: then only those
-        tenants (and admins) see them; to anyone else they do not exist. A ``tenants``
-        value that is not a list (stored before it was checked) admits admins only."""
-        allowed = info.metadata.get("tenants")
-        if caller.is_admin or allowed is None:
-            return True
-        return isinstance(allowed, list) and caller.tenant in allowed
-
-    def _collection(self, caller: Principal, name: str) -> CollectionInfo:
-        info = self.services.collections.get(name)
-        if not self._may_use(caller, info):
-            raise CollectionNotFound(name)
-        return info
+    # -- access rules: one policy (services/access.py) -------------------------------------
+    @property
+    def access(self) -> AccessPolicy:
+        """Who may read or change which record or collection: every use case asks it."""
+        return self.services.access
 
     def _view(self, info: CollectionInfo, caller: Principal) -> CollectionView:
         meta = info.metadata
@@ -432,7 +419,7 @@ class Ragline(AnswersMixin):
         return CollectionView(info.name, meta, info.dimension,
                               _str_or_none(meta.get("embedding_provider")),
                               _str_or_none(meta.get("embedding_model")),
-                              self.services.collections.count(info, caller.tenant),
+                              self.services.collections.count(info, self.access.read_scope(caller)),
                               info.created_at, info.updated_at, embed)
 
     # -- collections -------------------------------------------------------------------
@@ -443,7 +430,7 @@ class Ragline(AnswersMixin):
                           embed: dict[str, Any] | None = None) -> CollectionView:
         """``embedding_provider``/``embedding_model`` are spec 000's fields, kept as metadata
         only; ``embed`` (``{"provider", "model"}``) opts in to server-side embedding."""
-        self._admin(caller, "create collections")
+        self.access.require_admin(caller, "create collections")
         if embed is not None and not caller.local:
             check_model_name(embed.get("model"))
         info = self.services.collections.create(name, metadata, embedding_provider,
@@ -452,41 +439,41 @@ class Ragline(AnswersMixin):
 
     def list_collections(self, caller: Principal) -> list[CollectionView]:
         return [self._view(c, caller) for c in self.services.collections.all()
-                if self._may_use(caller, c)]
+                if self.access.may_use(caller, c)]
 
     def get_collection(self, caller: Principal, name: str) -> CollectionView:
-        return self._view(self._collection(caller, name), caller)
+        return self._view(self.access.collection(caller, name), caller)
 
     def update_collection_metadata(self, caller: Principal, name: str,
                                    metadata: dict[str, Any], merge: bool) -> CollectionView:
-        self._admin(caller, "change a collection's metadata")
+        self.access.require_admin(caller, "change a collection's metadata")
         return self._view(self.services.collections.update_metadata(name, metadata, merge),
                           caller)
 
     def delete_collection(self, caller: Principal, name: str) -> str:
-        self._admin(caller, "delete collections")
+        self.access.require_admin(caller, "delete collections")
         deleted = self.services.collections.delete(name).name
         self.services.sources.forget_stale()
         return deleted
 
     def empty_collection(self, caller: Principal, name: str) -> int:
         """Every document of the caller's tenant; an admin naming no tenant empties all."""
-        self._collection(caller, name)
+        self.access.collection(caller, name)
         if caller.all_tenants:
             n = self.services.collections.empty(name, caller.tenant)
             self.services.sources.forget_stale()  # the old shard's ingestion state
             return n
-        return self.services.sources.delete_all(name, caller.tenant)
+        return self.services.sources.delete_all(name, self.access.write_tenant(caller))
 
     def optimize_collection(self, caller: Principal, name: str) -> bool:
         """Build indexes now (offline use: see docs/storage.md)."""
-        self._admin(caller, "optimize collections")
+        self.access.require_admin(caller, "optimize collections")
         return self.services.collections.optimize(name)
 
     # -- observability -----------------------------------------------------------------
     def metrics(self, caller: Principal) -> tuple[bytes, str]:
         """Prometheus exposition text and its content type (every tenant's figures)."""
-        self._admin(caller, "read metrics")
+        self.access.require_admin(caller, "read metrics")
         return metrics_render()
 
     # -- backups -----------------------------------------------------------------------
@@ -497,7 +484,7 @@ class Ragline(AnswersMixin):
         catalog: its rows as JSON and every collection in the export format
         (ragline.services.catalog_backup). Connection secrets only with
         ``include_secrets``."""
-        self._admin(caller, "take backups")
+        self.access.require_admin(caller, "take backups")
         if self.services.backups is None and self.services.tables.rows is not None:
             return self._catalog_backups().backup(dest, include_secrets=include_secrets)
         return self._backups().backup(dest, include_secrets=include_secrets)
@@ -505,7 +492,7 @@ class Ragline(AnswersMixin):
     def restore_catalog(self, caller: Principal, src: Path) -> dict[str, Any]:
         """Restore a backup of a shared catalog (``backup`` above) into this setup, whose
         catalog must be empty (a data-directory backup: :func:`restore_backup`)."""
-        self._admin(caller, "restore backups")
+        self.access.require_admin(caller, "restore backups")
         return self._catalog_backups().restore(src)
 
     def _catalog_backups(self) -> CatalogBackupService:
@@ -519,7 +506,7 @@ class Ragline(AnswersMixin):
     def backup_archive(self, caller: Principal, workdir: Path, *,
                        include_secrets: bool = False) -> Path:
         """The same snapshot as one .tar.gz under ``workdir`` (``POST /admin/backup``)."""
-        self._admin(caller, "take backups")
+        self.access.require_admin(caller, "take backups")
         return self._backups().backup_archive(workdir, include_secrets=include_secrets)
 
     # -- export / import (moving to another setup) ---------------------------------------
@@ -532,13 +519,13 @@ class Ragline(AnswersMixin):
                     tenants: list[str] | None = None) -> dict[str, Any]:
         """Every collection with its documents and vectors as JSON Lines (see
         services/transfer.py for what is and is not included); returns the counts."""
-        self._admin(caller, "export data")
+        self.access.require_admin(caller, "export data")
         return self._transfer().export(out, tenants or [])
 
     def import_data(self, caller: Principal, lines: Iterable[str]) -> dict[str, Any]:
         """Create the collections of an export here and write its documents (vectors
         as exported: nothing is embedded again); returns the counts."""
-        self._admin(caller, "import data")
+        self.access.require_admin(caller, "import data")
         return self._transfer().import_(lines)
 
     def _backups(self) -> BackupService:
@@ -553,20 +540,21 @@ class Ragline(AnswersMixin):
     # -- documents ---------------------------------------------------------------------
     def add_documents(self, caller: Principal, collection: str,
                       documents: list[DocumentInput] | None) -> list[str]:
-        self._collection(caller, collection)
-        return self.services.documents.add(collection, documents, caller.tenant)
+        self.access.collection(caller, collection)
+        return self.services.documents.add(collection, documents, self.access.write_tenant(caller))
 
     def list_documents(self, caller: Principal, collection: str,
                        where: dict[str, Any] | str | None = None, limit: int = 100,
                        offset: int = 0) -> Page:
-        self._collection(caller, collection)  # 404 before 400, as spec 000 lists them
+        self.access.collection(caller, collection)  # 404 before 400, as spec 000 lists them
         node = self.services.search.parse_where(where)
         limit = min(limit, self.settings.list_max_limit)
-        return self.services.documents.list_page(collection, caller.tenant, node, limit, offset)
+        return self.services.documents.list_page(collection, self.access.read_scope(caller), node,
+                                                  limit, offset)
 
     def get_document(self, caller: Principal, collection: str, doc_id: str) -> Record:
-        self._collection(caller, collection)
-        rec = self.services.documents.get(collection, caller.tenant, doc_id)
+        self.access.collection(caller, collection)
+        rec = self.services.documents.get(collection, self.access.read_scope(caller), doc_id)
         if rec is None:
             raise DocumentNotFound(f"Document '{doc_id}' not found in collection "
                                    f"'{collection}'")
@@ -574,7 +562,7 @@ class Ragline(AnswersMixin):
 
     def delete_documents(self, caller: Principal, collection: str, ids: list[str] | None = None,
                          where: dict[str, Any] | None = None) -> int:
-        self._collection(caller, collection)
+        self.access.collection(caller, collection)
         node = self.services.search.parse_where(where) if where is not None else None
         if ids is None and node is None:
             raise InvalidInput("Give 'ids' or a non-empty 'where' to choose the documents "
@@ -582,47 +570,46 @@ class Ragline(AnswersMixin):
         if node is not None:
             self.services.collections.require("metadata_filtering", "delete by metadata")
         # ingested sources whose chunks it removes stop being "unchanged" (issue 12)
-        return self.services.sources.delete_documents(collection, caller.tenant, ids, node)
+        return self.services.sources.delete_documents(collection, self.access.write_tenant(caller),
+                                                     ids, node)
 
     def metadata_values(self, caller: Principal, collection: str,
                         field: str | None) -> list[Scalar]:
-        info = self.services.collections.get(collection,
-                                             message=MSG_NOT_EXIST.format(collection))
-        if not self._may_use(caller, info):
-            raise CollectionNotFound(collection, message=MSG_NOT_EXIST.format(collection))
+        self.access.collection(caller, collection, MSG_NOT_EXIST.format(collection))
         if field is None or field == "":  # after existence: a missing one is a 404 (" " is a key)
             raise InvalidInput("Query parameter 'field' is required")
-        return self.services.documents.distinct(collection, caller.tenant, field)
+        return self.services.documents.distinct(collection, self.access.read_scope(caller), field)
 
     # -- sources -----------------------------------------------------------------------
     def list_sources(self, caller: Principal, collection: str, limit: int = 100,
                      offset: int = 0) -> tuple[list[SourceInfo], int]:
         """The caller's ingested sources (files, uploads, texts, URLs) and their total."""
-        self._collection(caller, collection)
+        self.access.collection(caller, collection)
         if limit < 0 or offset < 0:
             raise InvalidInput("'limit' and 'offset' must be 0 or more")
         limit = min(limit, self.settings.list_max_limit)
-        return self.services.sources.page(collection, caller.tenant, limit, offset,
+        return self.services.sources.page(collection, self.access.read_scope(caller), limit, offset,
                                           caller.local)
 
     def get_source(self, caller: Principal, collection: str, source_id: str) -> SourceDetail:
-        self._collection(caller, collection)
-        return self.services.sources.get(collection, caller.tenant, source_id, caller.local)
+        self.access.collection(caller, collection)
+        return self.services.sources.get(collection, self.access.read_scope(caller), source_id,
+                                         caller.local)
 
     def delete_source(self, caller: Principal, collection: str, source_id: str) -> int:
         """A source's chunks and its ingestion state, together; returns chunks deleted."""
-        self._collection(caller, collection)
-        return self.services.sources.delete(collection, caller.tenant, source_id)
+        self.access.collection(caller, collection)
+        return self.services.sources.delete(collection, self.access.write_tenant(caller), source_id)
 
     def verify(self, caller: Principal, *, repair: bool = False,
                collection: str | None = None) -> VerifyReport:
         """Check ingestion state against the store (``ragline verify``); ``repair`` fixes
         what it finds (see services/verify.py)."""
-        self._admin(caller, "verify the data directory")
+        self.access.require_admin(caller, "verify the data directory")
         if collection is not None:
             self.services.collections.get(collection)
         tenants = {k.tenant for k in self.services.auth.list_keys(None)}
-        tenants |= {t for t in (self.settings.default_tenant,
+        tenants |= {t for t in (self.settings.default_tenant, SHARED,
                                 self.settings.public_search_tenant) if t}
         report = self.services.verify.verify(repair=repair, collection=collection,
                                              tenants=tenants)
@@ -638,9 +625,9 @@ class Ragline(AnswersMixin):
     # -- search ------------------------------------------------------------------------
     async def search(self, caller: Principal, request: SearchRequest) -> SearchResponse:
         name = self.services.search.existing_default(request.collection)
-        self._collection(caller, name)
+        self.access.collection(caller, name)
         request.collection = name
-        return await self.services.search.search(caller.tenant, request)
+        return await self.services.search.search(self.access.read_scope(caller), request)
 
     def search_sync(self, caller: Principal, request: SearchRequest) -> SearchResponse:
         """:meth:`search` for synchronous callers: the same pipeline on the facade's loop."""
@@ -649,14 +636,15 @@ class Ragline(AnswersMixin):
     def context(self, caller: Principal, chunk_id: str, collection: str | None = None,
                 window: int | None = None) -> dict[str, Any]:
         name = self.services.search.existing_default(collection)
-        self._collection(caller, name)
-        return self.services.context.context(caller.tenant, chunk_id, name, window)
+        self.access.collection(caller, name)
+        return self.services.context.context(self.access.read_scope(caller), chunk_id, name,
+                                             window)
 
     def lesson(self, caller: Principal, parent_doc_id: str,
                collection: str | None = None) -> dict[str, Any]:
         name = self.services.search.existing_default(collection)
-        self._collection(caller, name)
-        return self.services.context.lesson(caller.tenant, parent_doc_id, name)
+        self.access.collection(caller, name)
+        return self.services.context.lesson(self.access.read_scope(caller), parent_doc_id, name)
 
     def rerank(self, caller: Principal, query: str, documents: list[dict[str, Any]],
                top_k: int | None = None) -> list[Any]:
@@ -682,13 +670,12 @@ class Ragline(AnswersMixin):
         Directories on the server are read for admins only and, for network callers, only
         under ``RAGLINE_INGEST_ALLOWED_ROOTS``."""
         if source.kind == "directory":
-            self._admin(caller, "ingest directories on the server")
+            self.access.require_admin(caller, "ingest directories on the server")
         name = self.services.search.collection_name(source.collection)
-        existing = self.services.collections.find(name)
-        if existing is not None and not self._may_use(caller, existing):
+        if not self.access.may_use_existing(caller, name):
             raise CollectionNotFound(name)
-        return self.services.ingestion.submit(caller.tenant, source, wait=wait,
-                                              progress=progress, local=caller.local)
+        return self.services.ingestion.submit(self.access.write_tenant(caller), source,
+                                              wait=wait, progress=progress, local=caller.local)
 
     async def ingest_async(self, caller: Principal, source: IngestSource) -> IngestOutcome:
         """:meth:`ingest` for async callers: a URL is fetched on the fetch pool first
@@ -704,20 +691,20 @@ class Ragline(AnswersMixin):
         return self.services.ingest.upload_slot()
 
     def job(self, caller: Principal, job_id: str) -> Job:
-        return self.services.ingestion.job(self._job_scope(caller), job_id)
+        return self.services.ingestion.job(self.access.tenant_filter(caller), job_id)
 
     def jobs(self, caller: Principal, limit: int = 20,
              collection: str | None = None) -> list[Job]:
-        return self.services.ingestion.recent(self._job_scope(caller), limit, collection)
+        return self.services.ingestion.recent(self.access.tenant_filter(caller), limit, collection)
 
     def rerun_job(self, caller: Principal, job_id: str) -> Job:
-        self._admin(caller, "re-run directory jobs")
-        return self.services.ingestion.rerun(self._job_scope(caller), job_id)
+        self.access.require_admin(caller, "re-run directory jobs")
+        return self.services.ingestion.rerun(self.access.tenant_filter(caller), job_id)
 
     def work(self, caller: Principal, *, exit_when_idle: bool = False) -> int:
         """Be a queue worker (``ragline worker``): claim and run ingestion jobs from the
         shared queue until :meth:`stop_work`; returns how many this process ran."""
-        self._admin(caller, "run ingestion workers")
+        self.access.require_admin(caller, "run ingestion workers")
         jobs = self.services.jobs
         if not isinstance(jobs, QueuedJobService):
             raise InvalidInput("`ragline worker` needs the shared job queue: set "
@@ -736,16 +723,13 @@ class Ragline(AnswersMixin):
         self.job(caller, job_id)  # scope check first
         return self.services.jobs.wait(job_id, timeout)
 
-    @staticmethod
-    def _job_scope(caller: Principal) -> str | None:
-        """Jobs of the caller's tenant; an admin naming no tenant sees every tenant's."""
-        return None if caller.all_tenants else caller.tenant
-
     def github_webhook(self, headers: Mapping[str, str],
                        body: bytes) -> tuple[int, dict[str, Any]]:
         """A GitHub delivery as received (blocking: runs git). Returns (status, body).
-        Authenticated by its signature; it acts in the default tenant."""
-        return self.services.webhook.handle(self.settings.default_tenant, headers, body)
+        Authenticated by its signature; it writes to ``github_tenant`` (default: the
+        default tenant; ``*``: the shared corpus)."""
+        s = self.settings
+        return self.services.webhook.handle(s.github_tenant or s.default_tenant, headers, body)
 
     # -- access --------------------------------------------------------------------------
     def authenticate(self, key: str | None, tenant: str | None = None, *,
@@ -765,16 +749,16 @@ class Ragline(AnswersMixin):
 
     def create_key(self, caller: Principal, role: str, tenant: str,
                    name: str = "") -> tuple[KeyRecord, str]:
-        self._admin(caller, "create API keys")
+        self.access.require_admin(caller, "create API keys")
         return self.services.auth.create_key(role, tenant, name)
 
     def list_keys(self, caller: Principal) -> list[KeyRecord]:
-        self._admin(caller, "list API keys")
-        return self.services.auth.list_keys(None if caller.all_tenants else caller.tenant)
+        self.access.require_admin(caller, "list API keys")
+        return self.services.auth.list_keys(self.access.tenant_filter(caller))
 
     def revoke_key(self, caller: Principal, key_id: str) -> KeyRecord:
-        self._admin(caller, "revoke API keys")
-        return self.services.auth.revoke(key_id, None if caller.all_tenants else caller.tenant)
+        self.access.require_admin(caller, "revoke API keys")
+        return self.services.auth.revoke(key_id, self.access.tenant_filter(caller))
 
     # -- operations --------------------------------------------------------------------
     def health(self) -> dict[str, Any]:
@@ -791,8 +775,8 @@ class Ragline(AnswersMixin):
         return {"data_format_version": FORMAT_VERSION, "catalog_schema_version": SCHEMA_VERSION}
 
     def info(self, caller: Principal) -> dict[str, Any]:
-        return self.services.operations.info(caller.tenant,
-                                             lambda c: self._may_use(caller, c))
+        return self.services.operations.info(self.access.read_scope(caller),
+                                             lambda c: self.access.may_use(caller, c))
 
     # -- providers and named connections (docs/providers.md) -----------------------------
     def providers(self) -> dict[str, Any]:
@@ -810,21 +794,21 @@ class Ragline(AnswersMixin):
 
     def add_connection(self, caller: Principal, cid: str, provider: str,
                        options: dict[str, Any], kind: str = "stores") -> dict[str, Any]:
-        self._admin(caller, "add connections")
+        self.access.require_admin(caller, "add connections")
         self._network_options(caller, kind, provider, options)
         return self.services.connections.add(cid, provider, options, kind).view(full=True)
 
     def delete_connection(self, caller: Principal, cid: str) -> None:
         """The connection's facade stops with it; its catalog stays (``connections/<id>/``
         or its schema), so the same id added again finds its collections."""
-        self._admin(caller, "delete connections")
+        self.access.require_admin(caller, "delete connections")
         self.services.connections.delete(cid)
         self._routed.drop(cid)
 
     def test_connection(self, caller: Principal, provider: str, options: dict[str, Any],
                         kind: str = "stores") -> dict[str, Any]:
         """Validate a config and try it, saving nothing (400 names an invalid field)."""
-        self._admin(caller, "test connections")
+        self.access.require_admin(caller, "test connections")
         self._network_options(caller, kind, provider, options)
         return self.services.connections.test(provider, options, kind).model_dump()
 

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from ragline.core.principal import Principal
-from ragline.core.types import CollectionInfo
 from ragline.errors import CollectionNotFound, InvalidInput, ModelNotFound
 from ragline.services.answers import AnswerServices
 from ragline.services.chat import (
@@ -40,6 +39,7 @@ from ragline.services.searching import SearchRequest
 
 if TYPE_CHECKING:
     from ragline.facade import CollectionView, Services
+    from ragline.services.access import AccessPolicy
     from ragline.settings import Settings
 
 __all__ = ["COMPLETION_MODEL_PREFIX", "GENERAL_MODEL", "AnswerOptions", "AnswersMixin"]
@@ -59,8 +59,9 @@ class AnswersMixin:
         @property
         def services(self) -> Services: ...
         def owner(self) -> Principal: ...
-        def _collection(self, caller: Principal, name: str) -> CollectionInfo: ...
         def list_collections(self, caller: Principal) -> list[CollectionView]: ...
+        @property
+        def access(self) -> AccessPolicy: ...
         def call_sync(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T: ...
 
     @property
@@ -70,12 +71,13 @@ class AnswersMixin:
     def _name(self, caller: Principal, collection: str | None) -> str:
         """The one default-collection rule, then the caller's access check."""
         name = self.services.search.existing_default(collection)
-        self._collection(caller, name)
+        self.access.collection(caller, name)
         return name
 
     def _scoped(self, caller: Principal) -> ScopedRetriever:
         return ScopedRetriever(self._answers.retriever,
-                               lambda name: self._collection(caller, name))
+                               lambda name: self.access.collection(caller, name),
+                               self.access.read_scope(caller))
 
     @property
     def llm_configured(self) -> bool:
@@ -90,7 +92,7 @@ class AnswersMixin:
         stream it with ``events()`` or finish it with ``run()``."""
         self._answers.llm()  # 503 naming the settings before any other complaint
         if collection:
-            self._collection(caller, collection)
+            self.access.collection(caller, collection)
         elif not conversation_id and self.settings.default_collection:
             # the configured default: a missing one is a 404 naming the setting
             collection = self._name(caller, None)
@@ -130,7 +132,7 @@ class AnswersMixin:
                 raise ModelNotFound(f"The model '{model}' does not exist: GET /v1/models "
                                     "lists yours ('ragline/<collection>' or 'ragline')")
             try:
-                collection = self._collection(caller, name).name
+                collection = self.access.collection(caller, name).name
             except CollectionNotFound:
                 raise ModelNotFound(f"The model '{model}' does not exist: no collection "
                                     f"'{name}' for this key (GET /v1/models)") from None
@@ -153,7 +155,8 @@ class AnswersMixin:
         self._answers.llm()
         ctx = EnrichedContext.model_validate(context)
         name = self._name(caller, collection)
-        result = await self._answers.checklists.process(caller.tenant, name, ctx, top_k)
+        result = await self._answers.checklists.process(self.access.read_scope(caller), name,
+                                                        ctx, top_k)
         return checklist_json(result)
 
     # -- library API (spec 003's services), synchronous ------------------------------
@@ -191,10 +194,10 @@ class AnswersMixin:
                     caller: Principal | None = None) -> list[str]:
         """All chunks or none: one validated write through the documents use case."""
         who = caller or self.owner()
-        self._collection(who, collection)
+        self.access.collection(who, collection)
         docs = [DocumentInput(str(c.get("text", "")), dict(c.get("metadata") or {}),
                               c.get("embedding"), c.get("id")) for c in chunks]
-        return self.services.documents.add(collection, docs, who.tenant)
+        return self.services.documents.add(collection, docs, self.access.write_tenant(who))
 
     def find_similar(self, embedding: list[float], k: int = 5, *,
                      collection: str | None = None,
@@ -209,7 +212,7 @@ class AnswersMixin:
 
     async def _search(self, caller: Principal, req: SearchRequest) -> Any:
         req.collection = self._name(caller, req.collection)
-        return await self.services.search.search(caller.tenant, req)
+        return await self.services.search.search(self.access.read_scope(caller), req)
 
     def retrieve(self, context: Mapping[str, Any], k: int = 5, *,
                  collection: str | None = None, caller: Principal | None = None) -> list[Hit]:
@@ -217,7 +220,8 @@ class AnswersMixin:
         who = caller or self.owner()
         ctx = EnrichedContext.model_validate(context)
         name = self._name(who, collection)
-        return self.call_sync(self._answers.checklists.retrieve, who.tenant, name, ctx, k)
+        return self.call_sync(self._answers.checklists.retrieve, self.access.read_scope(who),
+                              name, ctx, k)
 
     def format_prompt(self, context: Mapping[str, Any], chunks: list[Hit], *,
                       collection: str | None = None) -> str:
@@ -236,4 +240,5 @@ class AnswersMixin:
         self._answers.llm()
         ctx = EnrichedContext.model_validate(context)
         name = self._name(who, collection)
-        return self.call_sync(self._answers.checklists.process, who.tenant, name, ctx, top_k)
+        return self.call_sync(self._answers.checklists.process, self.access.read_scope(who),
+                              name, ctx, top_k)

@@ -239,6 +239,10 @@ class Settings(BaseSettings):
     github_collection: str | None = Field(
         None, description="Collection the webhook updates (default: default_collection)."
     )
+    github_tenant: str | None = Field(
+        None, description="Tenant the webhook writes to (default: default_tenant); '*' "
+        "publishes the repository to the shared corpus every reader sees."
+    )
     ingest_patterns: list[str] = Field(
         ["**/*.md", "**/*.mdx"], description="Globs of the files a directory ingestion reads."
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragline.core.tenancy import TenantScope, own_tenant
 from ragline.services.rag_context import Hit, TurnEmbeddings
 
 
@@ -15,14 +16,14 @@ class ScriptedRetriever:
     docs: dict[tuple[str, str], list[Hit]] = field(default_factory=dict)
     calls: list[dict[str, Any]] = field(default_factory=list)
 
-    async def __call__(self, tenant: str, collection: str, query: str, *, limit: int,
+    async def __call__(self, tenant: TenantScope, collection: str, query: str, *, limit: int,
                        where: dict[str, Any] | None = None, candidates: int = 100,
                        boost: dict[str, Any] | None = None,
                        embeddings: TurnEmbeddings | None = None) -> list[Hit]:
         self.calls.append({"tenant": tenant, "collection": collection, "query": query,
                            "limit": limit, "where": where, "candidates": candidates,
                            "boost": boost})
-        return list(self.docs.get((tenant, collection), []))[:limit]
+        return list(self.docs.get((own_tenant(tenant), collection), []))[:limit]
 
 
 def hit(i: int, relevance: float | None, text: str | None = None, **meta: Any) -> Hit:

@@ -42,3 +42,27 @@ def test_ingest_command_runs_incrementally(tmp_path: Path) -> None:
                                   "--data-dir", str(tmp_path / "d")])
     # rich wraps at the terminal width (80 columns without a TTY): compare unwrapped
     assert missing.exit_code == 2 and "does not exist" in " ".join(missing.output.split())
+
+
+def test_ingest_as_tenant_star_publishes_the_book_to_every_reader(tmp_path: Path) -> None:
+    """``--as-tenant '*'`` on a data directory (no server) writes the shared corpus, as an
+    admin key naming ``*`` does over HTTP: a user of any tenant then finds the book."""
+    from ragline.core.principal import Principal
+    from ragline.facade import Ragline, SearchRequest
+    from ragline.settings import Settings
+
+    book = copy_book(tmp_path)
+    data = tmp_path / "d"
+    out = CliRunner().invoke(app, ["ingest", str(book), "--collection", "book",
+                                   "--data-dir", str(data), "--as-tenant", "*", "--quiet"])
+    assert out.exit_code == 0, out.output
+    with Ragline(Settings(_env_file=None, data_dir=data)) as rl:  # type: ignore[call-arg]
+        for user in (Principal("alice"), Principal("bob")):
+            assert rl.list_sources(user, "book")[1] == 6
+            assert all(s.shared for s in rl.list_sources(user, "book")[0])
+            hits = rl.search_sync(user, SearchRequest(collection="book", query="lidar",
+                                                      mode="sparse", limit=3)).hits
+            assert hits and "idar" in hits[0].text
+        assert rl.list_sources(rl.owner(), "book")[1] == 6  # the owner reads it too
+        assert rl.list_documents(Principal("default"), "book").total == \
+            rl.list_documents(Principal("*"), "book").total

@@ -104,3 +104,31 @@ def test_a_refused_key_is_401_before_any_mcp_message(url: str) -> None:
         assert r.status_code == 401, r.text
         assert r.json()["error"] == "unauthorized"
         assert r.headers["www-authenticate"] == "Bearer"
+
+
+async def test_the_shared_corpus_reaches_every_key(keyed: tuple[str, dict[str, str]]) -> None:
+    """An admin publishing with ``X-Ragline-Tenant: *``: both users find it through the MCP
+    tools, each with its own records, never the other's (issue 33)."""
+    url, keys = keyed
+    async with client(url, authorization=f"Bearer {keys['admin']}",
+                      **{"x-ragline-tenant": "*"}) as admin:
+        ok(await admin.call_tool("ingest_text", {
+            "text": "The shared handbook: lidar pulses measure the distance to walls.",
+            "title": "Handbook"}))
+    async with client(url, authorization=f"Bearer {keys['a']}") as a:
+        ok(await a.call_tool("ingest_text", {"text": "Tenant A handbook margin note: quokka.",
+                                             "title": "A note"}))
+    for name, own, other in (("a", "quokka", "bees"), ("b", "bees", "quokka")):
+        async with client(url, authorization=f"Bearer {keys[name]}") as c:
+            hits = ok(await c.call_tool("search", {"query": "handbook lidar distance walls",
+                                                   "limit": 20}))["results"]
+            texts = " ".join(h["text"] for h in hits)
+            assert "lidar pulses" in texts and other not in texts, (name, texts)
+            shared = next(h for h in hits if "lidar pulses" in h["text"])
+            source = ok(await c.call_tool("get_source", {
+                "source_id": shared["metadata"]["parent_doc_id"]}))
+            assert "lidar pulses" in str(source), source
+            ctx = ok(await c.call_tool("get_context", {"chunk_id": shared["id"]}))
+            assert "lidar pulses" in str(ctx)
+            mine = ok(await c.call_tool("search", {"query": own, "mode": "sparse"}))["results"]
+            assert mine and own in mine[0]["text"], (name, own)

@@ -132,6 +132,9 @@ class DocumentOut(BaseModel):
     id: str
     text: str
     metadata: dict[str, Any]
+    shared: bool = Field(False, description="Present (true) only on a record of the shared "
+                         "corpus (tenant '*') an admin published to every reader; read-only "
+                         "to user keys.")
 
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"id": "a", "text": "ROS 2 topics carry messages between nodes",

@@ -123,6 +123,8 @@ class SourceSummary(BaseModel):
     updated_at: str
     root: str | None = Field(None, description="Directory it was read from (local callers "
                              "only; null over HTTP).")
+    shared: bool = Field(False, description="Part of the shared corpus (tenant '*') that an "
+                         "admin published to every reader; read-only to user keys.")
 
     model_config = _example(SOURCE)
 

@@ -40,7 +40,8 @@ ApiKey = Annotated[str | None, typer.Option(
     "the data directory's admin-key.txt).", show_default=False,
     rich_help_panel="Connection")]
 AsTenant = Annotated[str | None, typer.Option(
-    "--as-tenant", help="Act in this tenant (admin keys on a server).",
+    "--as-tenant", help="Act in this tenant (admin keys; '*': the shared corpus every "
+    "reader of a collection sees).",
     rich_help_panel="Connection")]
 Profile = Annotated[str | None, typer.Option(
     envvar="RAGLINE_PROFILE", help="Profile in ~/.config/ragline/profiles.toml "

@@ -25,6 +25,7 @@ from typing import Any
 
 from ragline.client import Client
 from ragline.client import models as m
+from ragline.core.principal import Principal, Role
 from ragline.errors import ConfigError
 from ragline.facade import (
     DocumentInput,
@@ -109,11 +110,14 @@ def reachable(address: str | None) -> str | None:
 
 class LocalTarget:
     """A data directory opened in this process, answering like ``ragline.client.Client``
-    (the operations the CLI uses) and acting as the directory's owner."""
+    (the operations the CLI uses) and acting as the directory's owner: in its default
+    tenant, or in ``tenant`` (``--as-tenant``; ``*``: the shared corpus), as an admin key
+    naming it does over HTTP."""
 
-    def __init__(self, rl: Ragline) -> None:
+    def __init__(self, rl: Ragline, tenant: str | None = None) -> None:
         self.rl = rl
-        self.me = rl.owner()
+        self.me = rl.owner() if tenant is None else Principal(
+            tenant=tenant, role=Role.ADMIN, name="local", local=True)
         self.where = str(rl.settings.data_dir)
 
     # -- collections --------------------------------------------------------------------
@@ -252,4 +256,4 @@ def open_target(conn: Connection, settings: Settings) -> Iterator[Target]:
             client.close()
         return
     with Ragline(settings) as rl:
-        yield LocalTarget(rl)
+        yield LocalTarget(rl, conn.tenant)

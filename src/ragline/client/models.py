@@ -41,6 +41,7 @@ class Document(ApiModel):
     id: str
     text: str = ""
     metadata: dict[str, Any] = Field(default_factory=dict)
+    shared: bool = False  # of the shared corpus (tenant '*')
 
 
 class DocumentPage(ApiModel):
@@ -74,6 +75,7 @@ class SearchHit(ApiModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     score: float | None = None
     embedding: list[float] | None = None
+    shared: bool = False  # of the shared corpus (tenant '*')
 
 
 class SearchResult(ApiModel):

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Union
 import numpy as np
 import numpy.typing as npt
 
+from ragline.core.tenancy import TenantScope
+
 Scalar = Union[str, int, float, bool]
 MetaValue = Union[Scalar, None, list[Scalar]]
 Metadata = dict[str, MetaValue]
@@ -42,11 +44,15 @@ class Record:
 
 @dataclass(slots=True)
 class ScoredRecord:
+    """A search hit. ``tenant``: whose record it is, where the store says (a search over a
+    reader's scope mixes its own records and the shared corpus's, ``*``)."""
+
     id: str
     text: str
     metadata: Metadata
     score: float
     embedding: Vector | None = None
+    tenant: str | None = None
 
 
 class SearchMode(StrEnum):
@@ -71,9 +77,11 @@ class StoreQuery:
     ``dense`` ranks by ``vector``, ``sparse`` by BM25 of ``text``, ``hybrid`` fuses
     both candidate lists (``candidates`` deep each) with ``fusion`` (``rrf`` with
     ``rrf_k``, or ``dbsf``). ``score_threshold`` applies to dense scores only.
+    ``tenant``: the tenants searched (a reader's own and the shared corpus:
+    :mod:`ragline.core.tenancy`).
     """
 
-    tenant: str
+    tenant: TenantScope
     mode: SearchMode
     limit: int
     vector: Vector | None = None

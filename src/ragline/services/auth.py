@@ -4,9 +4,11 @@ Resolution, once per request (``Ragline.authenticate``):
 
 * auth off (``RAGLINE_AUTH=off``): the caller is the owner (admin, default tenant);
 * a valid key: its role and tenant. An admin may act on another tenant by naming
-  it (``X-Ragline-Tenant``); an admin naming none acts on every tenant for the
-  operations defined on a whole collection (emptying it). A user key naming
-  another tenant is refused (403);
+  it (``X-Ragline-Tenant``), the shared corpus included (``*``: what every reader
+  of a collection sees, see services/access.py); an admin naming none acts on every
+  tenant for the operations defined on a whole collection (emptying it). A user key
+  naming another tenant, ``*`` included, is refused (403); no key is ever created
+  for ``*``;
 * no key, on a route that reads and that the configuration makes public
   (``RAGLINE_PUBLIC_SEARCH_TENANT``): a public user of that tenant only;
 * otherwise 401.
@@ -28,6 +30,7 @@ from pathlib import Path
 from ragline.catalog.keys import KeyRecord, hash_key
 from ragline.catalog.tables import KeyRows
 from ragline.core.principal import Principal, Role
+from ragline.core.tenancy import SHARED
 from ragline.errors import AuthenticationError, Forbidden, InvalidInput, NotFound
 from ragline.settings import Settings
 
@@ -43,6 +46,9 @@ INVALID = "Invalid or revoked API key"
 
 
 def check_tenant(name: str) -> str:
+    if name == SHARED:
+        raise InvalidInput("Tenant '*' is the shared corpus, not a tenant a key can "
+                           "belong to: admins write to it with 'X-Ragline-Tenant: *'")
     if not TENANT_RE.match(name or ""):
         raise InvalidInput("Invalid tenant name: 1-64 characters, letters, digits, '.', '_', "
                            "'@' or '-', starting with a letter or digit")
@@ -122,12 +128,15 @@ class AuthService:
         (``X-Ragline-Role``) makes an admin act as a user of the tenant it names: how a
         ragline that routes a user's request here (``?service=``) with an admin key
         keeps the caller's role on this side too."""
-        if tenant is not None:
+        if tenant is not None and tenant != SHARED:
             check_tenant(tenant)
         if role is not None and role not in (Role.ADMIN, Role.USER):
             raise InvalidInput("Invalid X-Ragline-Role: use 'user' (or 'admin', the key's own)")
         principal = self._resolve(key, tenant, public_ok=public_ok)
         if role == Role.USER and principal.is_admin:
+            if principal.tenant == SHARED:
+                raise Forbidden("The shared corpus '*' is written by admins only: a user "
+                                "role cannot act as tenant '*'")
             return Principal(tenant=principal.tenant, role=Role.USER, key_id=principal.key_id,
                              name=principal.name)
         if role == Role.ADMIN and not principal.is_admin:

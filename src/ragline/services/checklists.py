@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from ragline.core.tenancy import TenantScope
 from ragline.prompts import Prompts
 from ragline.providers.llms.base import ChatModel
 from ragline.services.rag_context import Hit, Retriever
@@ -158,7 +159,7 @@ class ChecklistService:
         self.assistant_name = assistant_name
         self.top_k = top_k
 
-    async def retrieve(self, tenant: str, collection: str, ctx: EnrichedContext,
+    async def retrieve(self, tenant: TenantScope, collection: str, ctx: EnrichedContext,
                        k: int | None = None) -> list[Hit]:
         return await self.retriever(tenant, collection, context_query(ctx),
                                     limit=k or self.top_k, boost=boost_for(ctx))
@@ -176,7 +177,7 @@ class ChecklistService:
                                  max_tokens=1024)
         return parse_checklist(raw, ctx, runbooks)
 
-    async def process(self, tenant: str, collection: str, ctx: EnrichedContext,
+    async def process(self, tenant: TenantScope, collection: str, ctx: EnrichedContext,
                       top_k: int | None = None) -> Checklist:
         self.llm()  # 503 before any retrieval work when no model is configured
         chunks = await self.retrieve(tenant, collection, ctx, top_k)

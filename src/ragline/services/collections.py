@@ -13,6 +13,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from ragline.catalog.tables import CollectionCatalog
+from ragline.core.tenancy import TenantScope
 from ragline.core.types import CollectionInfo
 from ragline.errors import InvalidInput
 from ragline.providers.stores.base import VectorStore
@@ -125,8 +126,9 @@ class CollectionService:
     def set_dimension(self, name: str, dimension: int) -> None:
         self.catalog.set_dimension(name, dimension)
 
-    def count(self, info: CollectionInfo, tenant: str) -> int:
-        """Documents of ``tenant`` in the collection (0 before its first write)."""
+    def count(self, info: CollectionInfo, tenant: TenantScope) -> int:
+        """Documents of ``tenant`` in the collection (0 before its first write); a
+        reader's scope counts its own and the shared ones."""
         return self.store.count(info.shard, tenant, None) if info.dimension else 0
 
     def size_bytes(self, info: CollectionInfo) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragline.catalog.tables import SourceStates
+from ragline.core.tenancy import TenantScope, tenants_of
 from ragline.providers.stores.base import VectorStore
 from ragline.services.collections import CollectionService
 from ragline.services.expand import get_context, get_lesson
@@ -20,13 +21,19 @@ class ContextService:
         self.state = state
         self.search = search
 
-    def context(self, tenant: str, chunk_id: str, collection: str | None,
+    def context(self, tenant: TenantScope, chunk_id: str, collection: str | None,
                 window: int | None) -> dict[str, Any]:
         info = self.collections.get(self.search.existing_default(collection))
         return get_context(self.store, info, tenant, chunk_id, window)
 
-    def lesson(self, tenant: str, parent_doc_id: str, collection: str | None) -> dict[str, Any]:
+    def lesson(self, tenant: TenantScope, parent_doc_id: str,
+               collection: str | None) -> dict[str, Any]:
+        """The source ``parent_doc_id`` whole: of the first of the scope's tenants that
+        ingested one (the caller's own before the shared corpus's)."""
         info = self.collections.get(self.search.existing_default(collection))
-        state = self.state.source(info.name, info.shard, tenant, parent_doc_id)
-        return get_lesson(self.store, info, tenant, parent_doc_id,
-                          state.chunk_ids if state and state.source_hash else None)
+        for t in tenants_of(tenant):
+            state = self.state.source(info.name, info.shard, t, parent_doc_id)
+            if state is not None:
+                return get_lesson(self.store, info, t, parent_doc_id,
+                                  state.chunk_ids if state.source_hash else None)
+        return get_lesson(self.store, info, tenant, parent_doc_id, None)

@@ -15,6 +15,7 @@ import numpy as np
 
 from ragline.core.filters import Node, key_problem
 from ragline.core.ids import new_doc_id
+from ragline.core.tenancy import TenantScope
 from ragline.core.types import CollectionInfo, Page, Record, Scalar
 from ragline.errors import InvalidInput, PayloadTooLarge, ShardGone
 from ragline.providers.stores.base import VectorStore
@@ -226,7 +227,7 @@ class DocumentService:
 
     # -- reads ----------------------------------------------------------------------------
     def list_page(
-        self, name: str, tenant: str, where: Node | None, limit: int, offset: int
+        self, name: str, tenant: TenantScope, where: Node | None, limit: int, offset: int
     ) -> Page:
         info = self.collections.get(name)
         if offset < 0:
@@ -237,16 +238,16 @@ class DocumentService:
             self.collections.require("metadata_filtering", "filter by metadata")
         return self.store.list_page(info.shard, tenant, where, limit, offset)
 
-    def get(self, name: str, tenant: str, doc_id: str) -> Record | None:
+    def get(self, name: str, tenant: TenantScope, doc_id: str) -> Record | None:
         info = self.collections.get(name)
         found = self.store.get(info.shard, tenant, [doc_id])
         return found[0] if found else None
 
-    def count(self, name: str, tenant: str, where: Node | None = None) -> int:
+    def count(self, name: str, tenant: TenantScope, where: Node | None = None) -> int:
         info = self.collections.get(name)
         return self.store.count(info.shard, tenant, where)
 
-    def distinct(self, name: str, tenant: str, field: str) -> list[Scalar]:
+    def distinct(self, name: str, tenant: TenantScope, field: str) -> list[Scalar]:
         info = self.collections.get(name, message=MSG_NOT_EXIST.format(name))
         problem = key_problem(field)
         if problem is not None:

@@ -14,6 +14,7 @@ import logging
 from typing import Any, Literal
 
 from ragline.core.filters import And, Eq, Node
+from ragline.core.tenancy import TenantScope, own_tenant
 from ragline.core.types import CollectionInfo, Record, ScoredRecord
 from ragline.errors import DocumentNotFound, NotFound
 from ragline.providers.stores.base import VectorStore
@@ -76,7 +77,7 @@ def join_chunks(records: list[Record]) -> str:
     return out
 
 
-def source_chunks(store: VectorStore, info: CollectionInfo, tenant: str, parent_doc_id: str,
+def source_chunks(store: VectorStore, info: CollectionInfo, tenant: TenantScope, parent_doc_id: str,
                   committed: list[str] | None = None, section_id: str | None = None,
                   ) -> list[Record]:
     """Every chunk of a source in reading order.
@@ -116,7 +117,7 @@ def source_chunks(store: VectorStore, info: CollectionInfo, tenant: str, parent_
     return out
 
 
-def get_context(store: VectorStore, info: CollectionInfo, tenant: str, chunk_id: str,
+def get_context(store: VectorStore, info: CollectionInfo, tenant: TenantScope, chunk_id: str,
                 window: int | None = None) -> dict[str, Any]:
     """The chunk with its previous and next chunks (``window`` of each, as lists)."""
     found = store.get(info.shard, tenant, [chunk_id]) if info.dimension else []
@@ -169,7 +170,7 @@ def _walk(start: Record, by_id: dict[str, Record], link: str, steps: int) -> lis
     return out
 
 
-def get_lesson(store: VectorStore, info: CollectionInfo, tenant: str, parent_doc_id: str,
+def get_lesson(store: VectorStore, info: CollectionInfo, tenant: TenantScope, parent_doc_id: str,
                committed: list[str] | None = None) -> dict[str, Any]:
     """All chunks of a source in ``chunk_index`` order, with ``total_chunks`` and the text."""
     chunks = source_chunks(store, info, tenant, parent_doc_id, committed)
@@ -184,12 +185,12 @@ def get_lesson(store: VectorStore, info: CollectionInfo, tenant: str, parent_doc
     }
 
 
-def expand_hits(store: VectorStore, info: CollectionInfo, tenant: str,
+def expand_hits(store: VectorStore, info: CollectionInfo, tenant: TenantScope,
                 hits: list[ScoredRecord], mode: str) -> list[dict[str, Any]]:
     """Per hit: ``context`` (text around it) and ``context_ids`` (the chunks used, in order)."""
     if mode == "none" or not hits:
         return [{} for _ in hits]
-    as_records = [Record(h.id, h.text, h.metadata, None, tenant) for h in hits]
+    as_records = [Record(h.id, h.text, h.metadata, None, own_tenant(tenant)) for h in hits]
     if mode == "neighbors":
         links = {i for h in hits for i in (h.metadata.get("prev_chunk_id"),
                                             h.metadata.get("next_chunk_id"))

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ragline import __version__
+from ragline.core.tenancy import TenantScope
 from ragline.core.types import CollectionInfo
 from ragline.core.usage import UsageCache
 from ragline.providers.base import Health
@@ -73,7 +74,7 @@ class OperationsService:
             body["cross_encoder"] = reranker.health_info()
         return body
 
-    def info(self, tenant: str,
+    def info(self, tenant: TenantScope,
              visible: Callable[[CollectionInfo], bool] = lambda _: True) -> dict[str, Any]:
         cols = []
         total = 0

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ragline.core.tenancy import TenantScope
 from ragline.core.types import Metadata, Vector
 
 log = logging.getLogger(__name__)
@@ -93,7 +94,7 @@ class TurnEmbeddings:
 class Retriever(Protocol):
     """Search one collection of one tenant; hits best first, with ``relevance`` set."""
 
-    async def __call__(self, tenant: str, collection: str, query: str, *, limit: int,
+    async def __call__(self, tenant: TenantScope, collection: str, query: str, *, limit: int,
                        where: dict[str, Any] | None = None, candidates: int = 100,
                        boost: dict[str, Any] | None = None,
                        embeddings: TurnEmbeddings | None = None) -> list[Hit]: ...

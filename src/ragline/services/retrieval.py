@@ -21,6 +21,7 @@ import numpy as np
 
 from ragline.core.coalesce import Coalescer
 from ragline.core.filters import Node
+from ragline.core.tenancy import SHARED, TenantScope
 from ragline.core.types import CollectionInfo, ScoredRecord, SearchMode, StoreQuery
 from ragline.core.types import Fusion as FusionKind
 from ragline.errors import InvalidInput
@@ -45,7 +46,7 @@ Overviews = Literal["yield", "keep"]
 @dataclass
 class SearchQuery:
     collection: str
-    tenant: str
+    tenant: TenantScope
     query: str | None = None
     embedding: Any = None
     mode: Mode | None = None
@@ -393,6 +394,7 @@ class RetrievalService:
                 hits, sparse = await first, await leg
             else:
                 hits, sparse = await first, []
+            hits = own_first(hits)
             if q.explain:
                 self._explain_first(plan, hits, sparse)
         # a model call, or MMR over many candidates (~40 ms for 1000): off the event loop
@@ -435,4 +437,14 @@ class RetrievalService:
 
 def _rescore(hit: ScoredRecord, score: float, keep_vector: bool = True) -> ScoredRecord:
     return ScoredRecord(hit.id, hit.text, hit.metadata, float(score),
-                        hit.embedding if keep_vector else None)
+                        hit.embedding if keep_vector else None, hit.tenant)
+
+
+def own_first(hits: list[ScoredRecord]) -> list[ScoredRecord]:
+    """One hit per id: a shared record (tenant ``*``) whose id the caller's own record also
+    has is left out, as a lookup by id answers the caller's own (core/tenancy.py)."""
+    shared = [h for h in hits if h.tenant == SHARED]
+    if not shared or len(shared) == len(hits):
+        return hits
+    own = {h.id for h in hits if h.tenant != SHARED}
+    return [h for h in hits if h.tenant != SHARED or h.id not in own]

@@ -19,6 +19,7 @@ from typing import Any
 import anyio.to_thread
 import numpy as np
 
+from ragline.core.tenancy import TenantScope
 from ragline.core.types import Vector
 from ragline.services.collections import CollectionService
 from ragline.services.embedders import EmbedderPool
@@ -59,7 +60,7 @@ class SearchRetriever:
             embeddings.put(key, text, vec)
         return vec
 
-    async def __call__(self, tenant: str, collection: str, query: str, *, limit: int,
+    async def __call__(self, tenant: TenantScope, collection: str, query: str, *, limit: int,
                        where: dict[str, Any] | None = None, candidates: int = 100,
                        boost: dict[str, Any] | None = None,
                        embeddings: TurnEmbeddings | None = None) -> list[Hit]:
@@ -77,16 +78,19 @@ class ScopedRetriever:
     """A retriever bound to one caller's collection rule: ``check(collection)`` raises
     (``CollectionNotFound``) for a collection the caller may not use, so neither a
     conversation's stored collection nor one a tool names can reach around the facade's
-    access check."""
+    access check. ``scope``: the tenants the caller reads (its own and the shared corpus,
+    from the access policy); every search runs on it, whatever tenant a turn names."""
 
-    def __init__(self, inner: SearchRetriever, check: Callable[[str], object]) -> None:
+    def __init__(self, inner: SearchRetriever, check: Callable[[str], object],
+                 scope: TenantScope) -> None:
         self.inner = inner
         self.check = check
+        self.scope = scope
 
-    async def __call__(self, tenant: str, collection: str, query: str, *, limit: int,
+    async def __call__(self, tenant: TenantScope, collection: str, query: str, *, limit: int,
                        where: dict[str, Any] | None = None, candidates: int = 100,
                        boost: dict[str, Any] | None = None,
                        embeddings: TurnEmbeddings | None = None) -> list[Hit]:
         self.check(collection)
-        return await self.inner(tenant, collection, query, limit=limit, where=where,
+        return await self.inner(self.scope, collection, query, limit=limit, where=where,
                                 candidates=candidates, boost=boost, embeddings=embeddings)

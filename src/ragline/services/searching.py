@@ -16,6 +16,7 @@ from typing import Any
 import anyio.to_thread
 
 from ragline.core.filters import Limits, Node, parse_where, parse_where_json
+from ragline.core.tenancy import SHARED, TenantScope
 from ragline.core.types import ScoredRecord
 from ragline.errors import CollectionNotFound, InvalidInput
 from ragline.services.collections import CollectionService
@@ -80,6 +81,7 @@ class SearchHit:
     relevance: float | None = None
     scores: dict[str, float | None] | None = None
     group: list[SearchHit] | None = None
+    shared: bool = False  # of the shared corpus (tenant '*')
 
 
 @dataclass
@@ -156,7 +158,7 @@ class SearchService:
         return name
 
     # -- the pipeline -------------------------------------------------------------------
-    async def search(self, tenant: str, req: SearchRequest) -> SearchResponse:
+    async def search(self, tenant: TenantScope, req: SearchRequest) -> SearchResponse:
         name = self.existing_default(req.collection)
         where = self.parse_where(book_filters(req.where, req.filters))
         q = SearchQuery(collection=name, tenant=tenant, query=req.query,
@@ -175,7 +177,8 @@ class SearchService:
                              [float(x) for x in h.embedding]
                              if req.include_embeddings and h.embedding is not None else None,
                              relevance=result.relevance.get(h.id),
-                             scores=result.explain.get(h.id, {}) if req.explain else None)
+                             scores=result.explain.get(h.id, {}) if req.explain else None,
+                             shared=h.tenant == SHARED)
 
         hits = []
         for h in result.hits:

@@ -31,6 +31,7 @@ from pathlib import Path
 from ragline.catalog.ingest_state import SourceState
 from ragline.catalog.tables import SourceStates
 from ragline.core.filters import Node
+from ragline.core.tenancy import SHARED, TenantScope, tenants_of
 from ragline.core.types import CollectionInfo
 from ragline.errors import SourceNotFound
 from ragline.providers.stores.base import VectorStore
@@ -60,6 +61,7 @@ class SourceInfo:
     created_at: str
     updated_at: str
     root: str | None = None  # the directory it was read from (local callers only)
+    shared: bool = False  # of the shared corpus (tenant '*'): read-only to user keys
 
 
 @dataclass(frozen=True)
@@ -71,10 +73,11 @@ class SourceDetail(SourceInfo):
     title: str | None = None
 
 
-def _info(s: SourceState, local: bool) -> SourceInfo:
+def _info(s: SourceState, local: bool, tenant: str = "") -> SourceInfo:
     root = s.origin[len("dir:"):] if local and s.origin.startswith("dir:") else None
     return SourceInfo(s.source_id, origin_kind(s.origin), s.source_path, s.source_hash,
-                      s.state, len(s.chunk_ids), s.created_at, s.updated_at, root)
+                      s.state, len(s.chunk_ids), s.created_at, s.updated_at, root,
+                      tenant == SHARED)
 
 
 class SourceService:
@@ -90,26 +93,37 @@ class SourceService:
         return self.collections.get(collection)
 
     # -- reads -------------------------------------------------------------------------
-    def page(self, collection: str, tenant: str, limit: int, offset: int,
+    def page(self, collection: str, tenant: TenantScope, limit: int, offset: int,
              local: bool = False) -> tuple[list[SourceInfo], int]:
+        """The sources of the scope's tenants, one tenant's after the other (the caller's
+        own first, then the shared corpus's), each tenant's ordered by id."""
         info = self._shard(collection)
-        rows, total = self.state.page(info.name, info.shard, tenant, limit, offset)
-        return [_info(r, local) for r in rows], total
+        out: list[SourceInfo] = []
+        total = 0
+        for t in tenants_of(tenant):
+            skip, want = max(0, offset - total), max(0, limit - len(out))
+            rows, n = self.state.page(info.name, info.shard, t, want, skip)
+            out += [_info(r, local, t) for r in rows]
+            total += n
+        return out, total
 
-    def get(self, collection: str, tenant: str, source_id: str,
+    def get(self, collection: str, tenant: TenantScope, source_id: str,
             local: bool = False) -> SourceDetail:
+        """The source ``source_id`` of the first of the scope's tenants that has one."""
         info = self._shard(collection)
-        row = self.state.source(info.name, info.shard, tenant, source_id)
+        found = ((t, self.state.source(info.name, info.shard, t, source_id))
+                 for t in tenants_of(tenant))
+        owner, row = next(((t, r) for t, r in found if r is not None), ("", None))
         if row is None:
             raise SourceNotFound(f"Source '{source_id}' not found in collection "
                                  f"'{collection}'")
-        present = self._present(info, tenant, row.chunk_ids)
+        present = self._present(info, owner, row.chunk_ids)
         title = None
         if present:
-            first = self.store.get(info.shard, tenant, present[:1])
+            first = self.store.get(info.shard, owner, present[:1])
             raw = first[0].metadata.get("title") if first else None
             title = raw if isinstance(raw, str) else None
-        base = _info(row, local)
+        base = _info(row, local, owner)
         return SourceDetail(**{k: getattr(base, k) for k in SourceInfo.__dataclass_fields__},
                             chunk_ids=list(row.chunk_ids), chunks_in_store=len(present),
                             title=title)

@@ -10,9 +10,10 @@ An export is JSON Lines, readable by any setup whatever its store and catalog:
   writes the same vectors and never re-embeds.
 
 Stores are read per tenant (isolation is the store's own filter), and no store lists
-its tenants, so an export covers the tenants it can name: the default tenant, every
-API key's tenant, and tenants listed in collection metadata; more can be given. The
-counts per tenant are returned so an operator can check them against the source.
+its tenants, so an export covers the tenants it can name: the default tenant, the
+shared corpus (``*``) where it has records, every API key's tenant, and tenants listed
+in collection metadata; more can be given. The counts per tenant are returned so an
+operator can check them against the source.
 
 Not exported: API keys (hashes; create keys again), conversations, ingestion state
 (the first incremental run of a directory on the new setup sees every file as new)
@@ -28,6 +29,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from ragline.catalog.tables import KeyRows
+from ragline.core.tenancy import SHARED
 from ragline.core.types import CollectionInfo, Record
 from ragline.errors import InvalidInput
 from ragline.providers.stores.base import VectorStore
@@ -50,6 +52,8 @@ class TransferService:
         """Every tenant this setup can name (see the module docstring)."""
         names = {self.default_tenant, *extra, *(k.tenant for k in self.keys.list())}
         for info in self.collections.all():
+            if info.dimension and self.store.count(info.shard, SHARED, None):
+                names.add(SHARED)
             listed = info.metadata.get("tenants")
             if isinstance(listed, list):
                 names.update(t for t in listed if isinstance(t, str))

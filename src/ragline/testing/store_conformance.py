@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 
 from ragline.core.filter_eval import matches
 from ragline.core.filters import Node, parse_where
+from ragline.core.tenancy import TenantScope
 from ragline.core.types import Fusion, Record, ScoredRecord, SearchMode, StoreQuery
 from ragline.errors import InvalidInput
 from ragline.providers.stores.base import VectorStore
@@ -54,7 +55,7 @@ def ranking(hits: list[ScoredRecord]) -> list[tuple[float, str]]:
                   for h in hits)
 
 
-def dense(store: VectorStore, key: str, tenant: str, vector: np.ndarray, where: Node | None,
+def dense(store: VectorStore, key: str, tenant: TenantScope, vector: np.ndarray, where: Node | None,
           limit: int, with_vectors: bool = False,
           score_threshold: float | None = None) -> list[ScoredRecord]:
     """One dense search (a batch of one: ``query_batch`` is the protocol's only search)."""
@@ -72,6 +73,9 @@ class StoreConformance(ProviderContract):
     provide ``broken``: a store whose backend is gone, for the failing-health test)."""
 
     KIND: ClassVar[str] = "stores"
+    # a search answers one hit per id, the caller's own before a shared one (a store that
+    # is itself a ragline search, ragline-remote); others return both records
+    SEARCH_ONE_PER_ID: ClassVar[bool] = False
 
     @pytest.fixture
     def provider(self, store: VectorStore) -> VectorStore:
@@ -240,6 +244,50 @@ class StoreConformance(ProviderContract):
         assert store.delete_ids(key, "t1", ["doc-2"]) == 0
         assert store.delete_where(key, "t1", None) == 1
         assert store.count(key, "t2", None) == 2
+
+    def test_a_scope_reads_its_tenants_and_writes_stay_exact(self, store: VectorStore,
+                                                              key: str) -> None:
+        """A reader's scope ``(tenant, '*')`` (core/tenancy.py): its own records and the
+        shared ones, never a third tenant's; a record of the scope's first tenant wins a
+        lookup by an id both have; writes and deletes name one tenant and touch only it."""
+        store.upsert(key, [rec(1, {"x": 1}, tenant="*"), rec(2, {"x": 2}, tenant="*"),
+                           rec(2, {"x": 3}, tenant="t1"), rec(3, {"x": 1}, tenant="t1"),
+                           rec(4, {"x": 1}, tenant="t2")])
+        scope = ("t1", "*")
+        assert store.count(key, scope, None) == 4
+        assert store.count(key, "*", None) == 2
+        assert store.count(key, scope, parse_where({"x": 1})) == 2
+        page = store.list_page(key, scope, None, 10, 0)
+        assert page.total == 4
+        assert sorted((r.id, r.tenant) for r in page.records) == [
+            ("doc-1", "*"), ("doc-2", "*"), ("doc-2", "t1"), ("doc-3", "t1")]
+        # pages of a scope cover every record once
+        seen = [(r.id, r.tenant) for off in range(0, 4, 3)
+                for r in store.list_page(key, scope, None, 3, off).records]
+        assert sorted(seen) == sorted((r.id, r.tenant) for r in page.records)
+        got = store.get(key, scope, ["doc-4", "doc-2", "doc-1"])
+        assert [(r.id, r.tenant, r.metadata) for r in got] == [
+            ("doc-2", "t1", {"x": 3}), ("doc-1", "*", {"x": 1})]
+        assert [r.tenant for r in store.get(key, ("*", "t1"), ["doc-2"])] == ["*"]
+        assert store.distinct(key, scope, "x") == [1, 2, 3]
+        hits = dense(store, key, scope, vec(2), None, 10)
+        both = 1 if self.SEARCH_ONE_PER_ID else 2  # the caller's own and the shared doc-2
+        assert sorted(h.id for h in hits) == ["doc-1", *["doc-2"] * both, "doc-3"]
+        assert [h.tenant for h in hits if h.id == "doc-1"] == ["*"]  # hits say it is shared
+        assert hits[0].score >= hits[-1].score
+        assert {h.id for h in dense(store, key, scope, vec(4), parse_where({"x": 1}), 10)
+                } == {"doc-1", "doc-3"}
+        if "hybrid" in store.capabilities():
+            for mode in (SearchMode.SPARSE, SearchMode.HYBRID):
+                found = store.query_batch(key, [StoreQuery(scope, mode, 10, vector=vec(2),
+                                                           text="text 2")])[0]
+                assert found and all(h.id != "doc-4" for h in found), mode
+                assert [h.id for h in found].count("doc-2") == both, mode
+        # writes name one tenant: t1's delete leaves the shared records alone
+        assert store.delete_ids(key, "t1", ["doc-1", "doc-2"]) == 1
+        assert store.delete_where(key, "t1", None) == 1
+        assert store.count(key, "*", None) == 2 and store.count(key, "t2", None) == 1
+        assert [r.tenant for r in store.get(key, scope, ["doc-2"])] == ["*"]
 
     def test_delete_by_ids_and_where(self, store: VectorStore, key: str) -> None:
         store.upsert(key, [rec(i, {"g": i % 3}) for i in range(30)])

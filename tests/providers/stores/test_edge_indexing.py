@@ -819,3 +819,43 @@ def test_counts_stay_exact_through_overwrites_deletes_and_builds(tmp_path: Path)
     gen = store._shards["k"].gen
     assert gen.alone(gen.shard.info(), "a") and not gen.alone(gen.shard.info(), "b")
     store.close()
+
+
+def test_a_readers_scope_keeps_the_one_tenant_shortcut_and_the_hit_check(
+        tmp_path: Path) -> None:
+    """A reader's scope ``(tenant, '*')`` (issue 33): a shard holding only that tenant's and
+    the shared corpus's points is searched without the tenant condition and answers both;
+    another reader's scope keeps the condition and finds the shared points only; a plan
+    wrongly told "alone" still returns no point outside the scope."""
+    store = _store(tmp_path, shard_processes=False)
+    store.create_shard("k", DIM)
+    vecs, metas = _data(1100, seed=7)
+    store.upsert("k", [Record(f"a{i}", "some words", metas[i], vecs[i], tenant="a")
+                       for i in range(1000)])
+    store.upsert("k", [Record(f"s{i}", "some words", metas[i], vecs[i], tenant="*")
+                       for i in range(1000, 1100)])
+    assert store.build_index("k")
+    gen = store._shards["k"].gen
+    info = gen.shard.info()
+    assert gen.alone(info, ("a", "*")) and not gen.alone(info, "a")
+    assert not gen.alone(info, ("b", "*")) and gen.alone(info, ("a", "*", "b"))
+    near_shared = vecs[1050]
+    with _in_front(gen, _Requests(gen.shard)) as rec:
+        hits = store.query_batch("k", [StoreQuery(("a", "*"), SearchMode.DENSE, 5,
+                                                  vector=near_shared)])[0]
+        assert not any('key="tenant"' in f for f in rec.filters), rec.filters
+    assert hits[0].id == "s1050" and hits[0].tenant == "*"
+    assert store.count("k", ("a", "*"), None) == 1100
+    other = store.query_batch("k", [StoreQuery(("b", "*"), SearchMode.DENSE, 200,
+                                               vector=vecs[3])])[0]
+    assert other and all(h.id.startswith("s") for h in other)
+    assert len(other) == 100
+    gen.alone = lambda info, tenant: True  # type: ignore[method-assign]
+    try:
+        for mode in (SearchMode.DENSE, SearchMode.HYBRID, SearchMode.SPARSE):
+            again = store.query_batch("k", [StoreQuery(("b", "*"), mode, 10, vector=vecs[3],
+                                                       text="words")])[0]
+            assert again and all(h.tenant == "*" for h in again), mode
+    finally:
+        del gen.alone
+    store.close()

@@ -39,6 +39,8 @@ def config(remote: tuple[str, str]) -> RemoteRaglineConfig:
 
 
 class TestRemoteRaglineStore(StoreConformance):
+    SEARCH_ONE_PER_ID = True  # the remote's search answers one hit per id
+
     @pytest.fixture
     def store(self, remote: tuple[str, str]) -> Iterator[RemoteRaglineStore]:
         s = RemoteRaglineStore(config(remote))

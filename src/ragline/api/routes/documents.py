@@ -22,6 +22,8 @@ from ragline.api.schemas_out import (
     MetadataValues,
     ok,
 )
+from ragline.core.tenancy import SHARED
+from ragline.core.types import Record
 from ragline.facade import DocumentInput
 
 router = APIRouter(tags=["documents"], route_class=FastJSONRoute)
@@ -37,17 +39,24 @@ def add_documents(name: str, body: DocumentsAdd, rl: RL, caller: Caller) -> dict
 
 
 @router.get("/collections/{name}/documents", response_model=DocumentList,
-            responses=ok(DocumentList))
+            response_model_exclude_unset=True, responses=ok(DocumentList))
 def list_documents(
     name: str, rl: RL, caller: Caller,
     where: str | None = Query(None, description="JSON metadata filter"),
     limit: int = Query(100, ge=0, le=QUERY_INT_MAX),
     offset: int = Query(0, ge=0, le=QUERY_INT_MAX),
 ) -> dict[str, Any]:
-    """A page of the caller's tenant's documents, optionally filtered by ``where`` (JSON)."""
+    """A page of the caller's tenant's documents and the shared corpus's, optionally
+    filtered by ``where`` (JSON)."""
     page = rl.list_documents(caller, name, where, limit, offset)
-    docs = [DocumentOut(id=r.id, text=r.text, metadata=r.metadata) for r in page.records]
+    docs = [_document(r) for r in page.records]
     return {"documents": docs, "count": len(docs), "total": page.total}
+
+
+def _document(rec: Record) -> dict[str, Any]:
+    """A document as answered: ``shared`` only on a record of the shared corpus."""
+    out = {"id": rec.id, "text": rec.text, "metadata": rec.metadata}
+    return {**out, "shared": True} if rec.tenant == SHARED else out
 
 
 @router.delete("/collections/{name}/documents/all", responses=ok(CollectionEmptied))
@@ -69,9 +78,9 @@ def delete_documents(
 
 @router.get("/collections/{name}/documents/{doc_id:path}", responses=ok(DocumentOut))
 def get_document(name: str, doc_id: str, rl: RL, caller: Caller) -> dict[str, Any]:
-    """One document of the caller's tenant (another tenant's id is a 404)."""
-    rec = rl.get_document(caller, name, doc_id)
-    return {"id": rec.id, "text": rec.text, "metadata": rec.metadata}
+    """One document of the caller's tenant or of the shared corpus (the caller's own first
+    when both have the id; another tenant's id is a 404)."""
+    return _document(rl.get_document(caller, name, doc_id))
 
 
 @router.get("/collections/{name}/metadata-values", responses=ok(MetadataValues))

@@ -43,6 +43,8 @@ def _hit(h: SearchHit) -> dict[str, Any]:
         item["scores"] = h.scores
     if h.embedding is not None:
         item["embedding"] = h.embedding
+    if h.shared:  # only on hits of the shared corpus
+        item["shared"] = True
     item.update(h.context)
     if h.group is not None:
         item["group"] = [_hit(x) for x in h.group]

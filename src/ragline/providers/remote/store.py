@@ -35,6 +35,7 @@ import numpy as np
 
 from ragline.client import Client, models
 from ragline.core.filters import Node, to_where
+from ragline.core.tenancy import SHARED, TenantScope, own_tenant
 from ragline.core.types import Page, Record, Scalar, ScoredRecord, SearchMode, StoreQuery
 from ragline.errors import (
     CollectionExists,
@@ -76,8 +77,13 @@ class RemoteRaglineStore:
     def _name(self, key: str) -> str:
         return self.config.collection_prefix + key
 
-    def _as(self, tenant: str) -> Client:
-        return self.client.for_tenant(tenant)
+    def _as(self, tenant: TenantScope) -> Client:
+        """The remote as ``tenant``; a reader's scope (own tenant and the shared corpus)
+        is the remote's own reader of that tenant, which merges the shared corpus itself.
+        A single-tenant read of another tenant than ``*`` leaves the shared records out
+        (``get``, ``count``); its ``list_page`` and ``distinct`` include them
+        (docs/providers.md)."""
+        return self.client.for_tenant(own_tenant(tenant))
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -136,7 +142,7 @@ class RemoteRaglineStore:
                 for i in range(0, len(docs), BATCH):
                     self._as(tenant).add_documents(self._name(key), docs[i:i + BATCH])
 
-    def get(self, key: str, tenant: str, ids: list[str],
+    def get(self, key: str, tenant: TenantScope, ids: list[str],
             with_vectors: bool = False) -> list[Record]:
         out: list[Record] = []
         remote = self._as(tenant)
@@ -146,7 +152,10 @@ class RemoteRaglineStore:
                     d = remote.get_document(self._name(key), doc_id)
                 except NotFound:  # no such document, or no such shard
                     continue
-                out.append(Record(d.id, d.text, d.metadata, None, tenant))
+                if d.shared and isinstance(tenant, str) and tenant != SHARED:
+                    continue  # an exact read of another tenant
+                out.append(Record(d.id, d.text, d.metadata, None,
+                                  SHARED if d.shared else own_tenant(tenant)))
         return out
 
     def delete_ids(self, key: str, tenant: str, ids: list[str]) -> int:
@@ -162,15 +171,22 @@ class RemoteRaglineStore:
         return self._call(lambda: remote.delete_documents(
             self._name(key), where=to_where(where)).count_deleted)
 
-    def list_page(self, key: str, tenant: str, where: Node | None, limit: int,
+    def list_page(self, key: str, tenant: TenantScope, where: Node | None, limit: int,
                   offset: int) -> Page:
         page = self._call(lambda: self._as(tenant).list_documents(
             self._name(key), where=to_where(where) if where else None, limit=limit,
             offset=offset))
-        return Page([Record(d.id, d.text, d.metadata, None, tenant) for d in page.documents],
-                    page.total)
+        owner = own_tenant(tenant)
+        return Page([Record(d.id, d.text, d.metadata, None, SHARED if d.shared else owner)
+                     for d in page.documents], page.total)
 
-    def count(self, key: str, tenant: str, where: Node | None) -> int:
+    def count(self, key: str, tenant: TenantScope, where: Node | None) -> int:
+        n = self._count(key, tenant, where)
+        if isinstance(tenant, str) and tenant != SHARED:  # the remote's reader adds these
+            n -= self._count(key, SHARED, where)
+        return n
+
+    def _count(self, key: str, tenant: TenantScope, where: Node | None) -> int:
         if where is None:
             return self._call(lambda: self._as(tenant).get_collection(self._name(key)).count)
         return self.list_page(key, tenant, where, 0, 0).total
@@ -201,7 +217,7 @@ class RemoteRaglineStore:
                 return []
         return [_scored(h) for h in found.results]
 
-    def distinct(self, key: str, tenant: str, field: str) -> list[Scalar]:
+    def distinct(self, key: str, tenant: TenantScope, field: str) -> list[Scalar]:
         return self._call(lambda: list(self._as(tenant).metadata_values(
             self._name(key), field).values))
 
@@ -265,7 +281,8 @@ class RemoteRaglineStore:
 
 def _scored(h: models.SearchHit) -> ScoredRecord:
     vector = None if h.embedding is None else np.asarray(h.embedding, dtype=np.float32)
-    return ScoredRecord(h.id, h.text, h.metadata, float(h.score or 0.0), vector)
+    return ScoredRecord(h.id, h.text, h.metadata, float(h.score or 0.0), vector,
+                        SHARED if h.shared else None)
 
 
 def _unreachable(exc: ServerUnreachable) -> str:

@@ -6,7 +6,12 @@ settings live in the catalog, not here. That split is what lets "empty a
 collection" be a pointer swap instead of a 50,000-point delete.
 
 Every method takes the tenant explicitly: isolation is enforced by the store's
-own filter on every call, not left to callers.
+own filter on every call, not left to callers. Writes name one tenant; reads
+(``get``, ``list_page``, ``count``, ``distinct``, ``query_batch``) take a
+:data:`~ragline.core.tenancy.TenantScope`: one tenant, or a tuple of them (a
+reader's own tenant and the shared corpus ``*``), which the store turns into its
+``tenant in (...)`` condition. ``get`` answers one record per id: the first
+tenant's of the scope that has it (core/tenancy.py).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from collections.abc import Iterable
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from ragline.core.filters import Node
+from ragline.core.tenancy import TenantScope
 from ragline.core.types import Page, Record, Scalar, ScoredRecord, StoreQuery
 from ragline.providers.base import Health, ProviderConfig
 
@@ -49,7 +55,7 @@ class VectorStore(Protocol):
         ``parts`` ends the call with nothing written."""
 
     def get(
-        self, key: str, tenant: str, ids: list[str], with_vectors: bool = False
+        self, key: str, tenant: TenantScope, ids: list[str], with_vectors: bool = False
     ) -> list[Record]:
         """Records in the order of ``ids`` (missing ones left out).
 
@@ -62,10 +68,10 @@ class VectorStore(Protocol):
     def delete_where(self, key: str, tenant: str, where: Node | None) -> int: ...
 
     def list_page(
-        self, key: str, tenant: str, where: Node | None, limit: int, offset: int
+        self, key: str, tenant: TenantScope, where: Node | None, limit: int, offset: int
     ) -> Page: ...
 
-    def count(self, key: str, tenant: str, where: Node | None) -> int: ...
+    def count(self, key: str, tenant: TenantScope, where: Node | None) -> int: ...
 
     def has_text_index(self, key: str) -> bool:
         """Whether sparse and hybrid queries can rank this shard by BM25."""
@@ -80,7 +86,7 @@ class VectorStore(Protocol):
         """
         ...
 
-    def distinct(self, key: str, tenant: str, field: str) -> list[Scalar]: ...
+    def distinct(self, key: str, tenant: TenantScope, field: str) -> list[Scalar]: ...
 
     def size_bytes(self, key: str) -> int: ...
 

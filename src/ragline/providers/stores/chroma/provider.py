@@ -51,6 +51,7 @@ import numpy as np
 
 from ragline.core.filters import Node
 from ragline.core.ids import point_id
+from ragline.core.tenancy import TenantScope, first_by_id, tenants_of
 from ragline.core.types import Page, Record, Scalar, ScoredRecord, SearchMode, StoreQuery
 from ragline.errors import (
     InvalidInput,
@@ -385,9 +386,42 @@ class ChromaStore:
         vec = None if emb is None else np.asarray(emb, dtype=np.float32)
         return Record(doc_id, text or "", metadata, vec, tenant)
 
+    # -- reads: a scope of several tenants reads each one's collection and merges ---------
     def get(
-        self, key: str, tenant: str, ids: list[str], with_vectors: bool = False
+        self, key: str, tenant: TenantScope, ids: list[str], with_vectors: bool = False
     ) -> list[Record]:
+        tenants = tenants_of(tenant)
+        if len(tenants) == 1:
+            return self._get(key, tenants[0], ids, with_vectors)
+        found = [r for t in tenants for r in self._get(key, t, ids, with_vectors)]
+        return first_by_id(found, ids, tenant)
+
+    def count(self, key: str, tenant: TenantScope, where: Node | None) -> int:
+        return sum(self._count(key, t, where) for t in tenants_of(tenant))
+
+    def list_page(self, key: str, tenant: TenantScope, where: Node | None, limit: int,
+                  offset: int) -> Page:
+        """The tenants' pages one after the other (a scope's own records first)."""
+        tenants = tenants_of(tenant)
+        if len(tenants) == 1:
+            return self._list_page(key, tenants[0], where, limit, offset)
+        records: list[Record] = []
+        total = 0
+        for t in tenants:
+            n = self._count(key, t, where)
+            skip = max(0, offset - total)
+            want = max(0, limit - len(records))
+            if want and skip < n:
+                records += self._list_page(key, t, where, want, skip).records
+            total += n
+        return Page(records, total)
+
+    def distinct(self, key: str, tenant: TenantScope, field: str) -> list[Scalar]:
+        values = {(type(v) is bool, v) for t in tenants_of(tenant)
+                  for v in self._distinct(key, t, field)}
+        return sorted((v for _, v in values), key=scalar_sort_key)
+
+    def _get(self, key: str, tenant: str, ids: list[str], with_vectors: bool) -> list[Record]:
         col = self._col(key, tenant)
         if col is None or not ids:
             return []
@@ -405,7 +439,7 @@ class ChromaStore:
                 by_id[r.id] = r
         return [by_id[i] for i in wanted if i in by_id]
 
-    def count(self, key: str, tenant: str, where: Node | None) -> int:
+    def _count(self, key: str, tenant: str, where: Node | None) -> int:
         col = self._col(key, tenant)
         if col is None:
             return 0
@@ -414,11 +448,12 @@ class ChromaStore:
                 return int(col.count())
         return len(self._ids(col, where))
 
-    def list_page(self, key: str, tenant: str, where: Node | None, limit: int, offset: int) -> Page:
+    def _list_page(self, key: str, tenant: str, where: Node | None, limit: int,
+                   offset: int) -> Page:
         col = self._col(key, tenant)
         if col is None:
             return Page([], 0)
-        total = self.count(key, tenant, where)
+        total = self._count(key, tenant, where)
         if limit <= 0 or offset >= total:
             return Page([], total)
         with self._calls("get"):
@@ -443,19 +478,22 @@ class ChromaStore:
         groups: dict[tuple[Any, ...], list[int]] = {}
         for i, sq in enumerate(queries):
             groups.setdefault((sq.tenant, sq.where, sq.limit, sq.with_vectors), []).append(i)
-        for (tenant, where, limit, with_vectors), slots in groups.items():
-            col = self._col(key, tenant)
-            if col is None:
-                continue
+        for (scope, where, limit, with_vectors), slots in groups.items():
             include = ["documents", "metadatas", "distances"]
             if with_vectors:
                 include.append("embeddings")
             vecs = np.stack([np.asarray(queries[i].vector, dtype=np.float32) for i in slots])
-            with self._calls("query"):
-                got = col.query(query_embeddings=vecs, n_results=limit, where=_where(where),
-                                include=include)
-            for j, i in enumerate(slots):
-                out[i] = self._scored(got, j, with_vectors, queries[i].score_threshold)
+            for tenant in tenants_of(scope):  # several: each collection's best, merged
+                col = self._col(key, tenant)
+                if col is None:
+                    continue
+                with self._calls("query"):
+                    got = col.query(query_embeddings=vecs, n_results=limit,
+                                    where=_where(where), include=include)
+                for j, i in enumerate(slots):
+                    hits = out[i] + self._scored(got, j, with_vectors,
+                                                 queries[i].score_threshold)
+                    out[i] = sorted(hits, key=lambda h: -h.score)[:limit]
         return out
 
     def _scored(self, got: dict[str, Any], j: int, with_vectors: bool,
@@ -469,13 +507,13 @@ class ChromaStore:
                 break
             emb = got["embeddings"][j][k] if with_vectors else None
             r = self._record(got["metadatas"][j][k], got["documents"][j][k], emb)
-            hits.append(ScoredRecord(r.id, r.text, r.metadata, score, r.embedding))
+            hits.append(ScoredRecord(r.id, r.text, r.metadata, score, r.embedding, r.tenant))
         return hits
 
     def has_text_index(self, key: str) -> bool:
         return False  # Chroma has no BM25 index
 
-    def distinct(self, key: str, tenant: str, field: str) -> list[Scalar]:
+    def _distinct(self, key: str, tenant: str, field: str) -> list[Scalar]:
         col = self._col(key, tenant)
         if col is None:
             return []

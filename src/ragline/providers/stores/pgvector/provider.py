@@ -39,12 +39,13 @@ from psycopg_pool import ConnectionPool
 from pydantic import Field, SecretStr
 
 from ragline.core.filters import Node
+from ragline.core.tenancy import TenantScope, first_by_id
 from ragline.core.types import Page, Record, Scalar, ScoredRecord, StoreQuery
 from ragline.errors import StoreError, StoreUnavailable
 from ragline.providers.base import Health, ProviderConfig, config_schema
 from ragline.providers.stores.base import scalar_sort_key
 from ragline.providers.stores.pgvector import queries
-from ragline.providers.stores.pgvector.where_sql import tenant_where
+from ragline.providers.stores.pgvector.where_sql import tenant_condition, tenant_where
 
 log = logging.getLogger(__name__)
 
@@ -267,25 +268,25 @@ class PgvectorStore:
             raise
 
     def get(
-        self, key: str, tenant: str, ids: list[str], with_vectors: bool = False
+        self, key: str, tenant: TenantScope, ids: list[str], with_vectors: bool = False
     ) -> list[Record]:
         if not ids:
             return []
         cols = "id, text, metadata, tenant" + (", embedding" if with_vectors else "")
-        rows = self._fetch(sql.SQL("SELECT " + cols + " FROM {} WHERE tenant = %s AND "
-                                   "id = ANY(%s)").format(self._table(key)),
-                           (tenant, list(dict.fromkeys(ids))))
-        by_id = {r[0]: _record(r, with_vectors) for r in rows}
-        return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
+        cond, value = tenant_condition(tenant)
+        rows = self._fetch(sql.SQL("SELECT " + cols + " FROM {} WHERE {} AND "
+                                   "id = ANY(%(ids)s)").format(self._table(key), cond),
+                           {"tenant": value, "ids": list(dict.fromkeys(ids))})
+        return first_by_id((_record(r, with_vectors) for r in rows), ids, tenant)
 
-    def count(self, key: str, tenant: str, where: Node | None) -> int:
+    def count(self, key: str, tenant: TenantScope, where: Node | None) -> int:
         cond, params = tenant_where(tenant, where)
         rows = self._fetch(sql.SQL("SELECT count(*) FROM {} WHERE {}").format(
             self._table(key), cond), params)
         return int(rows[0][0]) if rows else 0
 
-    def list_page(self, key: str, tenant: str, where: Node | None, limit: int, offset: int
-                  ) -> Page:
+    def list_page(self, key: str, tenant: TenantScope, where: Node | None, limit: int,
+                  offset: int) -> Page:
         """Id-ordered pages; the count and the page come from one snapshot."""
         cond, params = tenant_where(tenant, where)
         table = self._table(key)
@@ -297,7 +298,7 @@ class PgvectorStore:
                 if limit <= 0 or offset >= total:
                     return Page([], total)
                 rows = conn.execute(sql.SQL(
-                    "SELECT id, text, metadata, tenant FROM {} WHERE {} ORDER BY id "
+                    "SELECT id, text, metadata, tenant FROM {} WHERE {} ORDER BY id, tenant "
                     "LIMIT %(lim)s OFFSET %(off)s").format(table, cond),
                     {**params, "lim": limit, "off": offset}).fetchall()
         except StoreError as exc:
@@ -336,13 +337,14 @@ class PgvectorStore:
     def has_text_index(self, key: str) -> bool:
         return self.has_shard(key)  # every shard has its tsvector column and GIN index
 
-    def distinct(self, key: str, tenant: str, field: str) -> list[Scalar]:
+    def distinct(self, key: str, tenant: TenantScope, field: str) -> list[Scalar]:
+        cond, value = tenant_condition(tenant, "t.tenant")
         rows = self._fetch(sql.SQL(
             "SELECT DISTINCT v FROM {} t, jsonb_array_elements(CASE jsonb_typeof(t.metadata -> "
             "%(f)s) WHEN 'array' THEN t.metadata -> %(f)s ELSE jsonb_build_array(t.metadata -> "
-            "%(f)s) END) v WHERE t.tenant = %(tenant)s AND t.metadata ? %(f)s "
-            "AND jsonb_typeof(v) <> 'null'").format(self._table(key)),
-            {"f": field, "tenant": tenant})
+            "%(f)s) END) v WHERE {} AND t.metadata ? %(f)s "
+            "AND jsonb_typeof(v) <> 'null'").format(self._table(key), cond),
+            {"f": field, "tenant": value})
         values = {(type(r[0]) is bool, r[0]) for r in rows}
         return sorted((v for _, v in values), key=scalar_sort_key)
 
@@ -416,5 +418,6 @@ def _record(r: Any, with_vectors: bool) -> Record:
 
 
 def _scored(r: Any, with_vectors: bool) -> ScoredRecord:
-    emb = _vector(r[4]) if with_vectors and len(r) > 4 else None
-    return ScoredRecord(r[1], r[2], r[3] or {}, float(r[0]), emb)
+    """A row of (score, id, text, metadata, tenant[, embedding])."""
+    emb = _vector(r[5]) if with_vectors and len(r) > 5 else None
+    return ScoredRecord(r[1], r[2], r[3] or {}, float(r[0]), emb, r[4])

@@ -36,14 +36,14 @@ _RANK = sql.SQL("ts_rank_cd(tsv, tq.q, 1)")
 
 
 def _cols(with_vectors: bool) -> sql.SQL:
-    return sql.SQL("id, text, metadata" + (", embedding" if with_vectors else ""))
+    return sql.SQL("id, text, metadata, tenant" + (", embedding" if with_vectors else ""))
 
 
 def build(table: sql.Identifier, text_config: str, sq: StoreQuery
           ) -> tuple[sql.Composed, dict[str, Any]] | None:
     """The statement and parameters for ``sq``, or None when it cannot match anything
-    (a sparse query without words). Rows come back as (score, id, text, metadata[,
-    embedding]), best first, ties by id."""
+    (a sparse query without words). Rows come back as (score, id, text, metadata,
+    tenant[, embedding]), best first, ties by id."""
     cond, params = tenant_where(sq.tenant, sq.where)
     tsq = _TSQUERY.format(cfg=sql.Literal(text_config))
     cols = _cols(sq.with_vectors)
@@ -82,19 +82,20 @@ def build(table: sql.Identifier, text_config: str, sq: StoreQuery
         fused = sql.SQL("1.0 / (%(rrf_k)s + r)")
     stats = sql.SQL("row_number() OVER w - 1 AS r, count(*) OVER () AS n, "
                     "avg(s) OVER () AS mean, stddev_samp(s) OVER () AS sd")
-    out_cols = sql.SQL("d.id, d.text, d.metadata" + (", d.embedding" if sq.with_vectors else ""))
+    out_cols = sql.SQL("d.id, d.text, d.metadata, d.tenant"
+                       + (", d.embedding" if sq.with_vectors else ""))
     return sql.SQL(
         "WITH tq AS (SELECT {tsq} AS q), "
-        "dl AS (SELECT id, 1 - (embedding <=> %(vec)s) AS s FROM {t} WHERE {cond} "
+        "dl AS (SELECT id, tenant, 1 - (embedding <=> %(vec)s) AS s FROM {t} WHERE {cond} "
         "       ORDER BY embedding <=> %(vec)s, id LIMIT %(depth)s), "
-        "sl AS (SELECT id, {rank}::float8 AS s FROM {t}, tq WHERE {cond} AND tsv @@ tq.q "
-        "       ORDER BY s DESC, id LIMIT %(depth)s), "
-        "legs AS (SELECT id, s, {stats} FROM dl WINDOW w AS (ORDER BY s DESC, id) "
+        "sl AS (SELECT id, tenant, {rank}::float8 AS s FROM {t}, tq WHERE {cond} "
+        "       AND tsv @@ tq.q ORDER BY s DESC, id LIMIT %(depth)s), "
+        "legs AS (SELECT id, tenant, s, {stats} FROM dl WINDOW w AS (ORDER BY s DESC, id) "
         "         UNION ALL "
-        "         SELECT id, s, {stats} FROM sl WINDOW w AS (ORDER BY s DESC, id)), "
-        "fused AS (SELECT id, sum({fused}) AS score FROM legs GROUP BY id "
+        "         SELECT id, tenant, s, {stats} FROM sl WINDOW w AS (ORDER BY s DESC, id)), "
+        "fused AS (SELECT id, tenant, sum({fused}) AS score FROM legs GROUP BY id, tenant "
         "          ORDER BY score DESC, id LIMIT %(limit)s) "
-        "SELECT f.score, {out} FROM fused f JOIN {t} d ON d.id = f.id AND d.{tenant} "
+        "SELECT f.score, {out} FROM fused f JOIN {t} d ON d.id = f.id AND d.tenant = f.tenant "
         "ORDER BY f.score DESC, d.id"
     ).format(tsq=tsq, t=table, cond=cond, rank=_RANK, stats=stats, fused=fused,
-             out=out_cols, tenant=sql.SQL("tenant = %(tenant)s")), params
+             out=out_cols), params

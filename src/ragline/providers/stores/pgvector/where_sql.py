@@ -23,6 +23,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from ragline.core.filters import And, Eq, In, Node, Not, Or, Range
+from ragline.core.tenancy import TenantScope, tenants_of
 
 _RANGE_PATH = {
     "$gt": 'lax $[*] ? (@.type() == "number" && @ > $v)',
@@ -70,10 +71,21 @@ class WhereSQL:
         raise TypeError(f"unknown filter node {node!r}")
 
 
-def tenant_where(tenant: str, where: Node | None) -> tuple[sql.Composed, dict[str, Any]]:
-    """``tenant = ... AND <where>``: the tenant condition every statement carries."""
+def tenant_where(tenant: TenantScope, where: Node | None
+                 ) -> tuple[sql.Composed, dict[str, Any]]:
+    """``tenant = ... AND <where>``: the tenant condition every statement carries
+    (``tenant = ANY(...)`` for a scope of several tenants: core/tenancy.py)."""
     w = WhereSQL()
-    cond = sql.Composed([sql.SQL("tenant = %(tenant)s")])
+    cond, value = tenant_condition(tenant)
     if where is not None:
         cond = sql.SQL("{} AND {}").format(cond, w.condition(where))
-    return cond, {"tenant": tenant, **w.params}
+    return cond, {"tenant": value, **w.params}
+
+
+def tenant_condition(tenant: TenantScope, column: str = "tenant"
+                     ) -> tuple[sql.Composed, str | list[str]]:
+    """The tenant condition on ``column`` with its ``%(tenant)s`` parameter's value."""
+    tenants = tenants_of(tenant)
+    if len(tenants) == 1:
+        return sql.Composed([sql.SQL(column + " = %(tenant)s")]), tenants[0]
+    return sql.Composed([sql.SQL(column + " = ANY(%(tenant)s)")]), list(tenants)

@@ -24,6 +24,7 @@ import re
 from typing import Any
 
 from ragline.core.filters import And, Eq, In, Node, Not, Or, Range
+from ragline.core.tenancy import TenantScope, tenants_of
 from ragline.errors import FilterError
 
 META = "metadata"
@@ -110,9 +111,17 @@ def to_condition(node: Node) -> JsonFilter:
     raise TypeError(f"unknown filter node {node!r}")
 
 
-def tenant_filter(tenant: str, where: Node | None) -> JsonFilter:
+def tenant_condition(scope: TenantScope) -> JsonFilter:
+    """``tenant = t``, or ``tenant in (...)`` for a scope of several (core/tenancy.py)."""
+    tenants = tenants_of(scope)
+    if len(tenants) == 1:
+        return {"key": TENANT, "match": {"value": tenants[0]}}
+    return {"key": TENANT, "match": {"any": list(tenants)}}
+
+
+def tenant_filter(tenant: TenantScope, where: Node | None) -> JsonFilter:
     """The tenant condition every request carries, ANDed with the ``where`` filter."""
-    must: list[JsonFilter] = [{"key": TENANT, "match": {"value": tenant}}]
+    must: list[JsonFilter] = [tenant_condition(tenant)]
     if where is not None:
         must.append(to_condition(where))
     return {"must": must}

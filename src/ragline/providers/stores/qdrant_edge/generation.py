@@ -36,6 +36,7 @@ import qdrant_edge as q
 
 from ragline.core.filters import Node
 from ragline.core.ids import point_id
+from ragline.core.tenancy import TenantScope, first_by_id, tenants_of
 from ragline.core.types import Page, Record, Scalar, ScoredRecord, StoreQuery
 from ragline.providers.stores.qdrant_common.filters import TENANT, field_path
 from ragline.providers.stores.qdrant_edge import resident
@@ -291,9 +292,10 @@ class Generation:
         dp = self._dense_plan(info, self.linked(info), sq, self.alone(info, sq.tenant))
         return DensePlan(dp.kind, None, dp.estimate, dp.parts)
 
-    def alone(self, info: Any, tenant: str) -> bool:
-        """Whether every point of the shard is ``tenant``'s, by Edge's count of the
-        tenant's points (its tenant index's, exact: ~6 us) against the shard's.
+    def alone(self, info: Any, tenant: TenantScope) -> bool:
+        """Whether every point of the shard is of ``tenant``'s tenants (a reader's scope
+        covers its own and the shared corpus: core/tenancy.py), by Edge's count of
+        their points (the tenant index's, exact: ~6 us) against the shard's.
 
         Why: a search's tenant condition is checked by Edge at every point its graph
         walk visits; when it selects every point it only costs time (a ``cat`` search
@@ -301,9 +303,12 @@ class Generation:
         so such a shard is searched without it. Safe whatever the count says: every
         hit's tenant is checked, and a hit of another tenant (a write racing the plan)
         makes :meth:`query_batch` run the query again with the condition."""
-        one = q.Filter(must=[q.FieldCondition(TENANT, match=q.MatchValue(tenant))])
-        return int(self.shard.count(q.CountRequest(filter=one, exact=False))) == int(
-            info.points_count)
+        # one count per tenant: the index answers a single value's count exactly, while
+        # its count of a MatchAny is an estimate
+        found = sum(int(self.shard.count(q.CountRequest(filter=tenant_filter(t, None),
+                                                        exact=False)))
+                    for t in tenants_of(tenant))
+        return found == int(info.points_count)
 
     def _dense_plan(self, info: Any, linked: frozenset[str], sq: StoreQuery,
                     alone: bool) -> DensePlan:
@@ -319,12 +324,14 @@ class Generation:
             self._has_text = TEXT in self.shard.info().payload_schema
         return self._has_text
 
-    def get(self, tenant: str, ids: list[str], with_vectors: bool) -> list[Record]:
-        pts = self.shard.retrieve([point_id(tenant, i) for i in ids], True, with_vectors)
-        by_id = {r.id: r for r in (_record(p, with_vectors) for p in pts)}
-        return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
+    def get(self, tenant: TenantScope, ids: list[str], with_vectors: bool) -> list[Record]:
+        tenants = tenants_of(tenant)
+        pts = self.shard.retrieve([point_id(t, i) for t in tenants for i in ids], True,
+                                  with_vectors)
+        # the point id encodes the tenant; the payload's is checked all the same
+        return first_by_id((_record(p, with_vectors) for p in pts), ids, tenant)
 
-    def count(self, tenant: str, where: Node | None) -> int:
+    def count(self, tenant: TenantScope, where: Node | None) -> int:
         """The tenant's points matching ``where``. Unfiltered on a shard whose points are
         all the tenant's (:meth:`alone`), the shard's own point count: Edge's exact count
         visits every point (7-10 ms at 100k, ten times that at 1M, on every collection
@@ -336,7 +343,7 @@ class Generation:
         return int(self.shard.count(q.CountRequest(filter=tenant_filter(tenant, where),
                                                     exact=True)))
 
-    def list_page(self, tenant: str, where: Node | None, limit: int, offset: int) -> Page:
+    def list_page(self, tenant: TenantScope, where: Node | None, limit: int, offset: int) -> Page:
         flt = tenant_filter(tenant, where)
         total = self.count(tenant, where)
         if limit <= 0 or offset >= total:
@@ -351,7 +358,7 @@ class Generation:
             offset=cursor, limit=limit, filter=flt, with_payload=True, with_vector=False))
         return Page([_record(p) for p in pts], total)
 
-    def distinct(self, tenant: str, field: str, kind: str | None) -> list[Any]:
+    def distinct(self, tenant: TenantScope, field: str, kind: str | None) -> list[Any]:
         """Distinct values of a metadata field (unsorted); ``kind``: its index kind."""
         flt = tenant_filter(tenant, None)
         values: set[Any] = set()
@@ -390,7 +397,7 @@ class Generation:
         reqs: list[Any] = []
         info = self.shard.info()
         linked = self.linked(info) if any(sq.mode != "sparse" for sq in queries) else frozenset()
-        alone: dict[str, bool] = {}
+        alone: dict[TenantScope, bool] = {}
         for i, sq in enumerate(queries):
             if sq.tenant not in alone:
                 alone[sq.tenant] = self.alone(info, sq.tenant)
@@ -480,21 +487,23 @@ def _scored(pts: list[Any], with_vectors: bool) -> list[ScoredRecord]: ...
 
 
 @overload
-def _scored(pts: list[Any], with_vectors: bool, tenant: str | None,
+def _scored(pts: list[Any], with_vectors: bool, tenant: TenantScope | None,
             ) -> list[ScoredRecord] | None: ...
 
 
-def _scored(pts: list[Any], with_vectors: bool, tenant: str | None = None,
+def _scored(pts: list[Any], with_vectors: bool, tenant: TenantScope | None = None,
             ) -> list[ScoredRecord] | None:
-    """The hits as records; None when ``tenant`` is given and a point is not that
-    tenant's (its payload names another, or none)."""
+    """The hits as records; None when ``tenant`` is given and a point is not of its
+    tenants (its payload names another, or none)."""
+    tenants = tenants_of(tenant) if tenant is not None else ()
     out = []
     for p in pts:
         pl = p.payload or {}
-        if tenant is not None and pl.get(TENANT) != tenant:
+        if tenant is not None and pl.get(TENANT) not in tenants:
             return None
         r = _record(p, with_vectors, pl)
-        out.append(ScoredRecord(r.id, r.text, r.metadata, float(p.score), r.embedding))
+        out.append(ScoredRecord(r.id, r.text, r.metadata, float(p.score), r.embedding,
+                                r.tenant))
     return out
 
 

@@ -33,6 +33,7 @@ from pydantic import Field
 from ragline.core.filters import Node
 from ragline.core.ids import point_id
 from ragline.core.sparse import copy_tree_sparse
+from ragline.core.tenancy import TenantScope
 from ragline.core.types import Page, Record, Scalar, ScoredRecord, StoreQuery
 from ragline.core.usage import UsageCache, disk_usage
 from ragline.errors import ShardGone, StoreError
@@ -547,7 +548,7 @@ class QdrantEdgeStore:
 
     # -- reads -------------------------------------------------------------------
     def get(
-        self, key: str, tenant: str, ids: list[str], with_vectors: bool = False
+        self, key: str, tenant: TenantScope, ids: list[str], with_vectors: bool = False
     ) -> list[Record]:
         if not ids:
             return []
@@ -557,13 +558,14 @@ class QdrantEdgeStore:
             out: list[Record] = sh.gen.get(tenant, ids, with_vectors)
             return out
 
-    def count(self, key: str, tenant: str, where: Node | None) -> int:
+    def count(self, key: str, tenant: TenantScope, where: Node | None) -> int:
         with self._reading(key) as sh:
             if sh is None:
                 return 0
             return int(sh.gen.count(tenant, where))
 
-    def list_page(self, key: str, tenant: str, where: Node | None, limit: int, offset: int) -> Page:
+    def list_page(self, key: str, tenant: TenantScope, where: Node | None, limit: int,
+                  offset: int) -> Page:
         with self._reading(key) as sh:
             if sh is None:
                 return Page([], 0)
@@ -596,7 +598,7 @@ class QdrantEdgeStore:
                 sh.has_text = bool(sh.gen.has_text())
             return sh.has_text
 
-    def distinct(self, key: str, tenant: str, field: str) -> list[Scalar]:
+    def distinct(self, key: str, tenant: TenantScope, field: str) -> list[Scalar]:
         with self._reading(key) as sh:
             if sh is None:
                 return []

@@ -12,6 +12,7 @@ from typing import Any
 import qdrant_edge as q
 
 from ragline.core.filters import Node
+from ragline.core.tenancy import TenantScope
 from ragline.providers.stores.qdrant_common import filters as common
 from ragline.providers.stores.qdrant_common.filters import (  # noqa: F401 (re-exported)
     bool_path,
@@ -34,13 +35,13 @@ def to_edge(f: dict[str, Any]) -> Any:
     return q.Filter(must=must, should=should, must_not=must_not)
 
 
-def tenant_filter(tenant: str, where: Node | None) -> Any:
+def tenant_filter(tenant: TenantScope, where: Node | None) -> Any:
     return to_edge(common.tenant_filter(tenant, where))
 
 
-def scoped_filter(tenant: str, where: Node | None, alone: bool) -> Any:
+def scoped_filter(tenant: TenantScope, where: Node | None, alone: bool) -> Any:
     """:func:`tenant_filter`, or ``where`` alone (None without one) when every point of
-    the shard is ``tenant``'s (``alone``): the two select the same points then."""
+    the shard is of ``tenant``'s tenants (``alone``): the two select the same points then."""
     if not alone:
         return tenant_filter(tenant, where)
     return None if where is None else to_edge({"must": [common.to_condition(where)]})

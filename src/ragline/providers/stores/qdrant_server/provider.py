@@ -42,6 +42,7 @@ from qdrant_client import models as m
 
 from ragline.core.filters import Node
 from ragline.core.ids import point_id
+from ragline.core.tenancy import TenantScope, first_by_id, tenants_of
 from ragline.core.types import Page, Record, Scalar, ScoredRecord, StoreQuery
 from ragline.errors import InvalidInput, StoreError, StoreUnavailable
 from ragline.providers.base import Health, ProviderConfig, config_schema
@@ -290,7 +291,7 @@ class QdrantServerStore:
         return n
 
     # -- reads ---------------------------------------------------------------------------
-    def _retrieve(self, name: str, tenant: str, pids: list[str], with_vectors: bool
+    def _retrieve(self, name: str, tenant: TenantScope, pids: list[str], with_vectors: bool
                   ) -> list[Any]:
         try:
             pts = self._call(self.client.retrieve, name, pids, with_payload=True,
@@ -300,7 +301,8 @@ class QdrantServerStore:
                 return []
             raise
         # the point id already encodes the tenant; checking the payload costs nothing
-        return [p for p in pts if (p.payload or {}).get("tenant") == tenant]
+        tenants = tenants_of(tenant)
+        return [p for p in pts if (p.payload or {}).get("tenant") in tenants]
 
     def _count(self, name: str, flt: m.Filter) -> int:
         try:
@@ -311,20 +313,19 @@ class QdrantServerStore:
             raise
 
     def get(
-        self, key: str, tenant: str, ids: list[str], with_vectors: bool = False
+        self, key: str, tenant: TenantScope, ids: list[str], with_vectors: bool = False
     ) -> list[Record]:
         if not ids:
             return []
-        pts = self._retrieve(self._name(key), tenant, [point_id(tenant, i) for i in ids],
-                             with_vectors)
-        by_id = {r.id: r for r in (_record(p, with_vectors) for p in pts)}
-        return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
+        pids = [point_id(t, i) for t in tenants_of(tenant) for i in dict.fromkeys(ids)]
+        pts = self._retrieve(self._name(key), tenant, pids, with_vectors)
+        return first_by_id((_record(p, with_vectors) for p in pts), ids, tenant)
 
-    def count(self, key: str, tenant: str, where: Node | None) -> int:
+    def count(self, key: str, tenant: TenantScope, where: Node | None) -> int:
         return self._count(self._name(key), _filter(tenant, where))
 
-    def list_page(self, key: str, tenant: str, where: Node | None, limit: int, offset: int
-                  ) -> Page:
+    def list_page(self, key: str, tenant: TenantScope, where: Node | None, limit: int,
+                  offset: int) -> Page:
         """Point-id-ordered pages (scroll); an offset skips by ids only, without payloads."""
         name = self._name(key)
         flt = _filter(tenant, where)
@@ -409,7 +410,7 @@ class QdrantServerStore:
             raise
         return TEXT in (info.payload_schema or {}) or self.local  # local: made with the shard
 
-    def distinct(self, key: str, tenant: str, field: str) -> list[Scalar]:
+    def distinct(self, key: str, tenant: TenantScope, field: str) -> list[Scalar]:
         name = self._name(key)
         sh = self._shard(key)
         if sh is None:
@@ -477,7 +478,7 @@ def _index_path(field: str, kind: str) -> str:
     return bool_path(field) if kind == "bool" else field_path(field)
 
 
-def _filter(tenant: str, where: Node | None) -> m.Filter:
+def _filter(tenant: TenantScope, where: Node | None) -> m.Filter:
     """The shared JSON filter, validated into qdrant-client's models."""
     return m.Filter.model_validate(tenant_filter(tenant, where))
 
@@ -514,4 +515,4 @@ def _record(p: Any, with_vector: bool) -> Record:
 
 def _scored(p: Any, with_vector: bool) -> ScoredRecord:
     r = _record(p, with_vector)
-    return ScoredRecord(r.id, r.text, r.metadata, float(p.score), r.embedding)
+    return ScoredRecord(r.id, r.text, r.metadata, float(p.score), r.embedding, r.tenant)
