@@ -633,11 +633,11 @@ class Ragline(AnswersMixin):
 
     def rerank(self, caller: Principal, query: str, documents: list[dict[str, Any]],
                top_k: int | None = None) -> list[Any]:
+        if not documents:  # spec 000: 200 {"reranked": []}, with or without a model
+            return []
         reranker = self.services.reranker
         if reranker is None:
             raise ModelNotLoaded(RERANKER_NOT_LOADED)
-        if not documents:
-            return []
         try:
             return list(reranker.rerank(query, documents, top_k))
         except RaglineError:
