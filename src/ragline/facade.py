@@ -67,7 +67,7 @@ from ragline.services.ingest import IngestService
 from ragline.services.ingest_stats import IngestStats, Progress
 from ragline.services.ingestion import IngestionService, IngestOutcome, IngestSource
 from ragline.services.jobs import JobService, job_progress
-from ragline.services.operations import OperationsService
+from ragline.services.operations import HealthView, OperationsService
 from ragline.services.queued_jobs import QueuedJobService
 from ragline.services.retrieval import BatchSettings, RetrievalService
 from ragline.services.routing import Forwarded, Outgoing, RoutingService
@@ -750,8 +750,17 @@ class Ragline(AnswersMixin):
         return self.services.auth.revoke(key_id, None if caller.all_tenants else caller.tenant)
 
     # -- operations --------------------------------------------------------------------
-    def health(self) -> dict[str, Any]:
-        return self.services.operations.health()
+    def health(self, caller: Principal | None = None, *, anonymous: bool = False
+               ) -> dict[str, Any]:
+        """The whole answer for an admin (and the library); scoped to what the caller's
+        tenant may read for a user key; status, version and reranker only when
+        ``anonymous`` (issue 32 item 4)."""
+        if anonymous:
+            return self.services.operations.health(HealthView())
+        if caller is None or caller.is_admin:
+            return self.services.operations.health()
+        return self.services.operations.health(
+            HealthView(lambda c: self._may_use(caller, c)))
 
     @staticmethod
     def format_versions() -> dict[str, int]:
@@ -763,7 +772,8 @@ class Ragline(AnswersMixin):
 
     def info(self, caller: Principal) -> dict[str, Any]:
         return self.services.operations.info(caller.tenant,
-                                             lambda c: self._may_use(caller, c))
+                                             lambda c: self._may_use(caller, c),
+                                             admin=caller.is_admin)
 
     # -- providers and named connections (docs/providers.md) -----------------------------
     def providers(self) -> dict[str, Any]:
@@ -800,7 +810,13 @@ class Ragline(AnswersMixin):
         return self.services.connections.test(provider, options, kind).model_dump()
 
     def connection_health(self, caller: Principal, cid: str) -> dict[str, Any]:
+        """Admins see the details (the remote address among them); a user key the status
+        only (issue 32 item 4)."""
         health = self.services.connections.health(cid).model_dump()
+        if not caller.is_admin:
+            health["details"] = {}
+            if health.get("error"):
+                health["error"] = "the connection is not usable (an admin sees why)"
         return {"id": cid, **health}
 
     @staticmethod
