@@ -287,7 +287,7 @@ class Ragline(AnswersMixin):
                                    "schema_version": tables.schema_version}),
             reranker=reranker, indexing=indexing,
             answers=build_answers(s, tables.conversations, collections, embedders, search,
-                                  self._llm),
+                                  self._llm, connections),
             connections=connections, routing=RoutingService(connections),
             sources=SourceService(collections, store, state, documents, ingest),
             verify=VerifyService(collections, store, state),

@@ -149,8 +149,9 @@ class ConnectionTest(BaseModel):
     """A provider and its config (``GET /api/providers/{name}/schema`` describes it)."""
 
     provider: str = Field(description="A provider name, e.g. 'ragline-remote'.")
-    kind: Literal["stores", "embedders", "rerankers", "llms"] = Field(
-        "stores", description="The provider's kind; collections route to 'stores'.")
+    kind: Literal["stores", "embedders", "rerankers", "llms", "tools"] = Field(
+        "stores", description="The provider's kind; collections route to 'stores'; "
+        "'tools' with provider 'searxng' configures the chat's search_engine tool.")
     options: dict[str, Any] = Field(default_factory=dict,
                                     description="The provider's config; secrets are stored "
                                     "but never returned.")
