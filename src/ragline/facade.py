@@ -621,6 +621,11 @@ class Ragline(AnswersMixin):
 
     def context(self, caller: Principal, chunk_id: str, collection: str | None = None,
                 window: int | None = None) -> dict[str, Any]:
+        """Without ``collection``, the collection the caller may read that holds the chunk
+        (spec 004 names none; 400 naming ``collection`` when several do)."""
+        if collection is None:
+            collection = self.services.context.holder(
+                caller.tenant, chunk_id, lambda c: self._may_use(caller, c))
         name = self.services.search.existing_default(collection)
         self._collection(caller, name)
         return self.services.context.context(caller.tenant, chunk_id, name, window)

@@ -271,6 +271,11 @@ class Settings(BaseSettings):
     ingest_path_pattern: str | None = Field(
         None, description="Regex with named groups giving metadata from a file's relative path."
     )
+    ingest_book_id: str | None = Field(
+        None, min_length=1, max_length=128, description="Spec 004's book_id on every "
+        "ingested chunk whose frontmatter names none (a collection's metadata.book_id wins "
+        "over it). Unset: the ingestion root's directory name; for uploads, pasted text and "
+        "URLs the collection's name.")
     ingest_allowed_roots: list[Path] | None = Field(
         None, description="If set, /ingestion/trigger only accepts paths under these directories."
     )

@@ -49,7 +49,7 @@ from ragline.services.ingest_stats import (
     capture_warnings,
     check_mode,
 )
-from ragline.services.ingest_target import build_target, frontmatter_defaults
+from ragline.services.ingest_target import book_id_of, build_target, frontmatter_defaults
 from ragline.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -193,6 +193,7 @@ class IngestService:
                    stats: IngestStats, progress: Progress | None,
                    should_stop: Callable[[], bool] | None) -> None:
         origin = f"dir:{root}"
+        target = replace(target, book_id=book_id_of(self.settings, target.info, root))
         files: dict[str, tuple[str, Path]] = {}
         for file in discover(root, self.settings.ingest_patterns):
             rel = file.relative_to(root).as_posix()
