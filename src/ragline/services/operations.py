@@ -38,7 +38,8 @@ class HealthView:
     visible: Callable[[CollectionInfo], bool] | None = None
 
     def scope(self, body: dict[str, Any]) -> dict[str, Any]:
-        out = {k: body[k] for k in ("status", "timestamp", "version") if k in body}
+        out: dict[str, Any] = {k: body[k] for k in ("status", "timestamp", "version")
+                               if k in body}
         if "cross_encoder" in body:
             ce = dict(body["cross_encoder"])
             if ce.get("status") == "remote":  # the remote reranker's model names its URL

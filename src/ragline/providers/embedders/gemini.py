@@ -82,8 +82,9 @@ class GeminiEmbedder(OpenAIEmbedder):
     def _embed_task(self, texts: list[str], task: str, retries: int | None = None
                     ) -> npt.NDArray[np.float32]:
         model = self.model if self.model.startswith("models/") else f"models/{self.model}"
-        body = {"requests": [{"model": model, "content": {"parts": [{"text": t}]},
-                              "taskType": task} for t in texts]}
+        body: dict[str, list[dict[str, Any]]] = {"requests": [
+            {"model": model, "content": {"parts": [{"text": t}]}, "taskType": task}
+            for t in texts]}
         if self.config.send_dimensions and self.config.dimension:
             for r in body["requests"]:
                 r["outputDimensionality"] = self.config.dimension
