@@ -49,6 +49,9 @@ class HealthView:
             return out
         store = body["store"]
         out["store"] = {"status": store["status"], "timestamp": store["timestamp"]}
+        engine = (store.get("details") or {}).get("engine")
+        if isinstance(engine, str):  # which features the console shows; not an address
+            out["store"]["details"] = {"engine": engine}
         for key in ("collections", "collection_status", "catalog_error"):
             if key in body:
                 out[key] = body[key]
