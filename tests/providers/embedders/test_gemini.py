@@ -105,3 +105,11 @@ def test_a_collection_embedding_with_gemini(gemini: Gemini, tmp_path: Path) -> N
             "RETRIEVAL_QUERY"]
     finally:
         rl.close()
+
+
+def test_health_is_one_query_call_and_never_raises(gemini: Gemini) -> None:
+    ok = GeminiEmbedder(base_url=gemini.url, api_key=KEY).health()
+    assert ok.status == "ok" and ok.details["dimension"] == 8
+    assert gemini.seen[-1]["body"]["requests"][0]["taskType"] == "RETRIEVAL_QUERY"
+    down = GeminiEmbedder(base_url=gemini.url, api_key="nope-key").health()
+    assert down.status == "down" and "nope-key" not in str(down.error)
