@@ -30,7 +30,7 @@ from pydantic import Field, SecretStr, field_validator
 
 from ragline.errors import InvalidInput
 from ragline.ingest.netguard import refusal_reason, resolve_checked
-from ragline.providers.base import Health, ProviderConfig
+from ragline.providers.base import Health, ProviderConfig, config_schema
 from ragline.services.tools.base import ToolContext
 
 TITLE_CHARS = 200
@@ -115,7 +115,6 @@ class SearxngSearch:
 
     @classmethod
     def connection_schema(cls) -> dict[str, Any]:
-        from ragline.providers.base import config_schema
         return config_schema(SearxngConfig)
 
     def capabilities(self) -> list[str]:
