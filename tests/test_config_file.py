@@ -120,3 +120,22 @@ def test_provider_options_never_show_dsns_or_url_passwords() -> None:
     assert '"dsn": "********"' in dumped
     assert "https://user:********@mirror.example/x" in dumped
     assert '"pool_size": 4' in dumped
+
+
+def test_spec_named_variable_is_an_alias_the_ragline_form_winning(
+        cfg: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spec 001 names RAG_RELEVANCE_THRESHOLD (issue 37 item 2): read, shown as coming from
+    the environment, and beaten by RAGLINE_RAG_RELEVANCE_THRESHOLD when both are set."""
+    monkeypatch.delenv("RAG_RELEVANCE_THRESHOLD", raising=False)
+    assert load_settings(cfg).rag_relevance_threshold == 0.75
+    monkeypatch.setenv("RAG_RELEVANCE_THRESHOLD", "0.5")
+    s = load_settings(cfg)
+    assert s.rag_relevance_threshold == 0.5
+    assert setting_sources(s)["rag_relevance_threshold"] == "env"
+    monkeypatch.setenv("RAGLINE_RAG_RELEVANCE_THRESHOLD", "0.6")
+    assert load_settings(cfg).rag_relevance_threshold == 0.6
+    assert load_settings(cfg, rag_relevance_threshold=0.3).rag_relevance_threshold == 0.3
+    monkeypatch.setenv("RAG_RELEVANCE_THRESHOLD", "2")
+    monkeypatch.delenv("RAGLINE_RAG_RELEVANCE_THRESHOLD")
+    with pytest.raises(ConfigError, match=r"RAG_RELEVANCE_THRESHOLD"):
+        load_settings(cfg)

@@ -70,7 +70,7 @@ from ragline.services.ingest import IngestService
 from ragline.services.ingest_stats import IngestStats, Progress
 from ragline.services.ingestion import IngestionService, IngestOutcome, IngestSource
 from ragline.services.jobs import JobService, job_progress
-from ragline.services.operations import OperationsService
+from ragline.services.operations import HealthView, OperationsService
 from ragline.services.queued_jobs import QueuedJobService
 from ragline.services.retrieval import BatchSettings, RetrievalService
 from ragline.services.routing import Forwarded, Outgoing, RoutingService
@@ -292,7 +292,7 @@ class Ragline(AnswersMixin):
                                    "schema_version": tables.schema_version}),
             reranker=reranker, indexing=indexing,
             answers=build_answers(s, tables.conversations, collections, embedders, search,
-                                  self._llm),
+                                  self._llm, connections),
             connections=connections, routing=RoutingService(connections),
             sources=SourceService(collections, store, state, documents, ingest),
             access=AccessPolicy(collections),
@@ -635,6 +635,11 @@ class Ragline(AnswersMixin):
 
     def context(self, caller: Principal, chunk_id: str, collection: str | None = None,
                 window: int | None = None) -> dict[str, Any]:
+        """Without ``collection``, the collection the caller may read that holds the chunk
+        (spec 004 names none; 400 naming ``collection`` when several do)."""
+        if collection is None:
+            collection = self.services.context.holder(
+                self.access.read_scope(caller), chunk_id, lambda c: self.access.may_use(caller, c))
         name = self.services.search.existing_default(collection)
         self.access.collection(caller, name)
         return self.services.context.context(self.access.read_scope(caller), chunk_id, name,
@@ -648,11 +653,11 @@ class Ragline(AnswersMixin):
 
     def rerank(self, caller: Principal, query: str, documents: list[dict[str, Any]],
                top_k: int | None = None) -> list[Any]:
+        if not documents:  # spec 000: 200 {"reranked": []}, with or without a model
+            return []
         reranker = self.services.reranker
         if reranker is None:
             raise ModelNotLoaded(RERANKER_NOT_LOADED)
-        if not documents:
-            return []
         try:
             return list(reranker.rerank(query, documents, top_k))
         except RaglineError:
@@ -761,10 +766,19 @@ class Ragline(AnswersMixin):
         return self.services.auth.revoke(key_id, self.access.tenant_filter(caller))
 
     # -- operations --------------------------------------------------------------------
-    def health(self) -> dict[str, Any]:
+    def health(self, caller: Principal | None = None, *, anonymous: bool = False
+               ) -> dict[str, Any]:
+        """The whole answer for an admin (and the library); scoped to what the caller's
+        tenant may read for a user key; status, version and reranker only when
+        ``anonymous`` (issue 32 item 4)."""
         # chat: whether /api/chat can answer (the console shows a clear state when not)
-        return {**self.services.operations.health(),
-                "chat": {"configured": self.llm_configured}}
+        chat = {"chat": {"configured": self.llm_configured}}
+        if anonymous:
+            return {**self.services.operations.health(HealthView()), **chat}
+        if caller is None or caller.is_admin:
+            return {**self.services.operations.health(), **chat}
+        return {**self.services.operations.health(
+            HealthView(lambda c: self.access.may_use(caller, c))), **chat}
 
     @staticmethod
     def format_versions() -> dict[str, int]:
@@ -776,7 +790,8 @@ class Ragline(AnswersMixin):
 
     def info(self, caller: Principal) -> dict[str, Any]:
         return self.services.operations.info(self.access.read_scope(caller),
-                                             lambda c: self.access.may_use(caller, c))
+                                             lambda c: self.access.may_use(caller, c),
+                                             admin=caller.is_admin)
 
     # -- providers and named connections (docs/providers.md) -----------------------------
     def providers(self) -> dict[str, Any]:
@@ -813,7 +828,13 @@ class Ragline(AnswersMixin):
         return self.services.connections.test(provider, options, kind).model_dump()
 
     def connection_health(self, caller: Principal, cid: str) -> dict[str, Any]:
+        """Admins see the details (the remote address among them); a user key the status
+        only (issue 32 item 4)."""
         health = self.services.connections.health(cid).model_dump()
+        if not caller.is_admin:
+            health["details"] = {}
+            if health.get("error"):
+                health["error"] = "the connection is not usable (an admin sees why)"
         return {"id": cid, **health}
 
     @staticmethod

@@ -2,13 +2,19 @@
 
 The four chat prompts are spec 001 section 5 word for word, with two changes only:
 the assistant's name (setting ``assistant_name``, default ``ragline``) replaces
-"hermitAI", and the JavaScript placeholders became named ``${...}`` placeholders:
+"hermitAI", and the JavaScript placeholders became named ``${...}`` placeholders.
+One documented departure (issue 37): the tool-decision prompt names ``search_engine``
+(its instruction and its example) only when that tool is configured; otherwise it names
+a tool that is registered, so no model is told to use a tool that is not there:
 
 ==========================  =========================================================
 placeholder                 value
 ==========================  =========================================================
 ``${assistant_name}``       setting ``assistant_name``
 ``${tool_descriptions}``    one line per registered tool: name, description, arguments
+``${example_tool}``         ``search_engine`` when web search is configured, else a
+                            registered tool (see :func:`tool_example`)
+``${example_arguments}``    its example arguments, ``{"query": "latest Bitcoin news"}``
 ``${rag_context}``          the formatted context of :func:`fetch_rag_context`
 ``${original_user_query}``  the user's message
 ``${effective_tool_name}``  the tool that ran
@@ -42,7 +48,7 @@ IMPORTANT INSTRUCTIONS FOR TOOL USE:
 - Review any 'ADDITIONAL CONTEXT FROM KNOWLEDGE BASE' provided below before making a tool decision.
 - If the 'ADDITIONAL CONTEXT FROM KNOWLEDGE BASE' fully and accurately answers the 'User query', choose 'none' for the tool.
 - Otherwise, if your general knowledge is sufficient, choose 'none'.
-- Use tools like 'search_engine' for time-sensitive information (e.g., current prices, news), real-time data, or specifics not in your training or the provided context.
+- Use tools like '${example_tool}' for time-sensitive information (e.g., current prices, news), real-time data, or specifics not in your training or the provided context.
 {{#if rag_context}}
 
 ADDITIONAL CONTEXT FROM KNOWLEDGE BASE (Consider this before deciding on a tool):
@@ -54,7 +60,7 @@ ${rag_context}
 User query: "${original_user_query}"
 
 Considering the user query, tools, instructions, and any additional context, do you need to use a tool? Or is the provided context/your general knowledge sufficient?
-Respond ONLY with a JSON object specifying the "tool_name" (e.g., "search_engine", or "none" if no tool is needed) and, if a tool is chosen, an "arguments" object for that tool. Example for tool use: {"tool_name": "search_engine", "arguments": {"query": "latest Bitcoin news"}}. Example for no tool: {"tool_name": "none"}."""  # noqa: E501
+Respond ONLY with a JSON object specifying the "tool_name" (e.g., "${example_tool}", or "none" if no tool is needed) and, if a tool is chosen, an "arguments" object for that tool. Example for tool use: {"tool_name": "${example_tool}", "arguments": ${example_arguments}}. Example for no tool: {"tool_name": "none"}."""  # noqa: E501
 
 STRICT_CONTEXT = """SYSTEM INSTRUCTION: You are in STRICT CONTEXT-ONLY MODE. Your primary goal is to answer the user's query using ONLY the "Context from Knowledge Base" provided. Do not use any external knowledge or your general training data. If the context does not contain the answer, explicitly state that the information is not available in the provided context.
 ROLE: You are ${assistant_name}, an assistant that answers strictly from the provided text.
@@ -134,6 +140,29 @@ def render(template: str, **values: Any) -> str:
         raise InvalidInput(f"Invalid prompt template: {exc}") from None
 
 
+SPEC_EXAMPLE_TOOL = "search_engine"
+SPEC_EXAMPLE_QUERY = "latest Bitcoin news"
+
+
+def tool_example(tools: Mapping[str, Mapping[str, Any]] | None) -> tuple[str, dict[str, Any]]:
+    """The tool the decision prompt's example names, and its arguments: spec 001's
+    ``search_engine`` with ``{"query": "latest Bitcoin news"}`` when it is registered (or
+    no tool list is given); otherwise a registered tool, one taking a ``query`` first,
+    its required string arguments filled with the same example words."""
+    if tools is None or SPEC_EXAMPLE_TOOL in tools or not tools:
+        return SPEC_EXAMPLE_TOOL, {"query": SPEC_EXAMPLE_QUERY}
+    ordered = sorted(tools, key=lambda n: ("query" not in tools[n].get("properties", {}), n))
+    name = ordered[0]
+    schema = tools[name]
+    props = schema.get("properties", {})
+    args: dict[str, Any] = {}
+    for arg in schema.get("required", []) or list(props)[:1]:
+        kind = props.get(arg, {}).get("type", "string")
+        args[arg] = (SPEC_EXAMPLE_QUERY if arg == "query" else "https://example.com/news"
+                     if arg == "url" else 1 if kind == "integer" else SPEC_EXAMPLE_QUERY)
+    return name, args
+
+
 def overrides(collection_metadata: Mapping[str, Any] | None) -> dict[str, str]:
     """The ``prompts`` override of a collection, validated."""
     raw = (collection_metadata or {}).get(OVERRIDE_KEY)
@@ -168,9 +197,15 @@ class Prompts:
         return render(self.templates[name], assistant_name=self.assistant_name, **values)
 
     def tool_decision(self, tool_descriptions: str, rag_context: str | None,
-                      original_user_query: str) -> str:
+                      original_user_query: str,
+                      tools: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+        """``tools``: name → the tool's argument schema (for the example); None keeps
+        spec 001's ``search_engine`` example."""
+        name, args = tool_example(tools)
         return self.format("tool_decision", tool_descriptions=tool_descriptions,
-                           rag_context=rag_context, original_user_query=original_user_query)
+                           rag_context=rag_context, original_user_query=original_user_query,
+                           example_tool=name,
+                           example_arguments=json.dumps(args, ensure_ascii=False))
 
     def strict_context(self, rag_context: str, original_user_query: str) -> str:
         return self.format("strict_context", rag_context=rag_context,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AliasChoices,
     BaseModel,
     ConfigDict,
     Field,
@@ -284,6 +285,11 @@ class Settings(BaseSettings):
     ingest_path_pattern: str | None = Field(
         None, description="Regex with named groups giving metadata from a file's relative path."
     )
+    ingest_book_id: str | None = Field(
+        None, min_length=1, max_length=128, description="Spec 004's book_id on every "
+        "ingested chunk whose frontmatter names none (a collection's metadata.book_id wins "
+        "over it). Unset: the ingestion root's directory name; for uploads, pasted text and "
+        "URLs the collection's name.")
     ingest_allowed_roots: list[Path] | None = Field(
         None, description="If set, /ingestion/trigger only accepts paths under these directories."
     )
@@ -354,9 +360,14 @@ class Settings(BaseSettings):
         True, description="Ask for response_format=json_object on JSON calls (tool decision, "
         "checklists); turn off for servers that reject it.")
     rag_relevance_threshold: float = Field(
-        0.75, ge=0.0, le=1.0, description="Spec 001's RAG_RELEVANCE_THRESHOLD: the top "
-        "document's relevance (0.5 + cosine/2, in [0, 1], the same in every search mode; "
-        "docs/answers.md) must reach this for its context to be used.")
+        0.75, ge=0.0, le=1.0, description="Spec 001's RAG_RELEVANCE_THRESHOLD (read too, "
+        "RAGLINE_RAG_RELEVANCE_THRESHOLD winning): the top document's relevance (0.5 + "
+        "cosine/2, in [0, 1], the same in every search mode; docs/answers.md) must reach "
+        "this for its context to be used.",
+        # the RAGLINE_ form first: the first alias found wins; the field name keeps
+        # keyword arguments and the TOML key working
+        validation_alias=AliasChoices("RAGLINE_RAG_RELEVANCE_THRESHOLD",
+                                      "RAG_RELEVANCE_THRESHOLD", "rag_relevance_threshold"))
     assistant_name: str = Field("ragline", description="Name the prompts give the assistant.")
     chat_context_limit: int = Field(3, ge=1, le=50, description="Documents fetched as context "
                                     "per chat turn (spec 001 limit).")
@@ -557,10 +568,16 @@ def setting_sources(settings: Settings, flags: dict[str, Any] | None = None,
     if settings.config_file is not None:
         file_keys = set(tomllib.loads(settings.config_file.read_text(encoding="utf-8")))
     out: dict[str, str] = {}
-    for name in Settings.model_fields:
+    env_names = {k.upper() for k in env}
+    for name, field in Settings.model_fields.items():
+        alias = field.validation_alias
+        names = ({str(a).upper() for a in alias.choices if a != name}
+                 if isinstance(alias, AliasChoices)
+                 else {alias.upper()} if isinstance(alias, str)
+                 else {f"RAGLINE_{name.upper()}"})
         if flags and flags.get(name) is not None:
             out[name] = "flag"
-        elif f"RAGLINE_{name.upper()}" in {k.upper() for k in env}:
+        elif names & env_names:
             out[name] = "env"
         elif name in file_keys:
             out[name] = "file"

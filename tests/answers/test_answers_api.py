@@ -254,3 +254,29 @@ def test_with_auth_on_a_user_key_chats_over_its_own_tenant_only(tmp_path: Path) 
         assert r.json()["path"] == "tool" and r.json()["sources"] == []
         assert "bob private notes" not in llm.calls[-1].prompt
     rl.close()
+
+
+def test_context_string_names_a_file_only_for_a_file(
+        client: TestClient, llm: ScriptedChatModel) -> None:
+    """Spec 001's context line (issue 37 item 3): ``File:`` only when the document has an
+    original filename, so pasted text shows no ``File: text-…``; an upload shows its name."""
+    text = "Gouda cheese ripens in wheels for months"
+    r = client.post("/api/rag/ingest/text?collection=kb", json={"text": text, "title": "Gouda"})
+    assert r.status_code == 201, r.text
+    r = client.post("/api/rag/ingest/upload?collection=kb",
+                    files={"documentFile": ("cheddar.md", b"# Cheddar\n\nCheddar cheese ripens in "
+                                    b"caves for months\n", "text/markdown")})
+    assert r.status_code == 201, r.text
+    llm.replies += ['{"tool_name": "none"}', "Months."]
+    body = client.post("/api/chat", json={"message": text, "collection": "kb",
+                                          "stream": False}).json()
+    assert body["path"] == "rag", body
+    prompt = llm.calls[-1].prompt
+    gouda = next(line for line in prompt.splitlines() if "Title: Gouda" in line)
+    assert gouda.startswith("Document (Source: text, Title: Gouda, Score: "), gouda
+    assert "File:" not in gouda and "text-" not in prompt
+    llm.replies += ['{"tool_name": "none"}', "Caves."]
+    client.post("/api/chat", json={"message": "Cheddar cheese ripens in caves for months",
+                                   "collection": "kb", "stream": False})
+    cheddar = next(line for line in llm.calls[-1].prompt.splitlines() if "Cheddar," in line)
+    assert ", File: cheddar.md, Score: " in cheddar

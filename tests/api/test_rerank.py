@@ -115,6 +115,15 @@ def test_without_model_answers_503_with_the_spec_message() -> None:
     assert resp.json() == {"detail": NOT_LOADED, "error": "model_not_loaded", "message": NOT_LOADED}
 
 
+def test_empty_documents_without_model_is_still_an_empty_result() -> None:
+    """Spec 000's empty-list scenario holds on a server started without a cross-encoder
+    (issue 37 item 6): nothing to score, so nothing needs the model."""
+    with local_client(rerank_app(None)) as c:
+        resp = c.post("/rerank", json={"query": "q", "documents": []})
+        assert resp.status_code == 200 and resp.json() == {"reranked": []}
+        assert c.post("/rerank", json={"query": "q", "documents": DOCS}).status_code == 503
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [({"documents": DOCS}, "query"), ({"query": "q"}, "documents")],

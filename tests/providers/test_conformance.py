@@ -31,6 +31,8 @@ DEAD = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens here
 ELSEWHERE = {
     ("rerankers", "ragline-remote"): "the remote-ragline client (issue 13 item 4, its own "
                                      "tests: graceful degradation instead of errors)",
+    ("embedders", "gemini"): "tests/providers/embedders/test_gemini.py, against a local "
+                             "server speaking Gemini's native batchEmbedContents (issue 37)",
 }
 
 

@@ -61,6 +61,21 @@ async def get_reader(request: Request) -> Principal:
     return _resolve(request, public_ok=True)
 
 
+async def get_optional_caller(request: Request) -> Principal | None:
+    """The caller of an endpoint open to anonymous callers (``/health``): None without a
+    valid key while auth is on. A refused key is answered as anonymous, not 401, so a
+    probe never fails on a stale key (and a remote connection learns the key was refused
+    from ``/info``)."""
+    rl: Ragline = request.app.state.ragline
+    try:
+        if rl.auth_enabled and api_key(request) is None:
+            return None
+        return _resolve(request, public_ok=False)
+    except AuthenticationError:
+        return None
+
+
 RL = Annotated[Ragline, Depends(get_ragline)]
+MaybeCaller = Annotated[Principal | None, Depends(get_optional_caller)]
 Caller = Annotated[Principal, Depends(get_caller)]
 Reader = Annotated[Principal, Depends(get_reader)]

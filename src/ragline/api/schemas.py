@@ -108,7 +108,7 @@ class VectorSearch(BaseModel):
 
 
 BOOK_FILTERS = ("hardware_tier", "module", "chapter_min", "chapter_max", "lesson",
-                "proficiency_levels", "layer")
+                "proficiency_levels", "layer", "book_id")
 """The book-style parameters of ``POST /search``, ANDed with ``where``."""
 
 
@@ -117,12 +117,15 @@ class BookSearch(VectorSearch):
 
     collection: str | None = None
     hardware_tier: int | None = Field(None, description="Return content of this tier or lower.")
-    module: str | int | None = None
+    module: str | int | None = Field(None, description="The module's number (1 or \"1\") "
+                                     "or its directory name (\"module-1-ros2\").")
     chapter_min: int | None = None
     chapter_max: int | None = None
     lesson: int | None = None
     proficiency_levels: list[str] | None = None
     layer: str | None = None
+    book_id: str | None = Field(None, min_length=1, max_length=128,
+                                description="Spec 004's book: chunks of this book only.")
 
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"query": "how do robots sense?", "hardware_tier": 2, "chapter_max": 3, "limit": 5}]})
@@ -155,8 +158,9 @@ class ConnectionTest(BaseModel):
     """A provider and its config (``GET /api/providers/{name}/schema`` describes it)."""
 
     provider: str = Field(description="A provider name, e.g. 'ragline-remote'.")
-    kind: Literal["stores", "embedders", "rerankers", "llms"] = Field(
-        "stores", description="The provider's kind; collections route to 'stores'.")
+    kind: Literal["stores", "embedders", "rerankers", "llms", "tools"] = Field(
+        "stores", description="The provider's kind; collections route to 'stores'; "
+        "'tools' with provider 'searxng' configures the chat's search_engine tool.")
     options: dict[str, Any] = Field(default_factory=dict,
                                     description="The provider's config; secrets are stored "
                                     "but never returned.")

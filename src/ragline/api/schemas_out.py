@@ -451,20 +451,34 @@ class ComponentHealth(BaseModel):
 
 
 class DiskStatus(BaseModel):
-    free_bytes: int | None
-    reserve_bytes: int
+    free_bytes: int | None = Field(None, description="Admin keys only.")
+    reserve_bytes: int | None = Field(None, description="Admin keys only.")
     writes_allowed: bool = Field(description="False: writes answer 507 until space is freed.")
 
 
+class CollectionStatus(BaseModel):
+    name: str
+    status: Literal["ok", "empty", "error"] = Field(
+        description="ok: the store holds it; empty: nothing written yet; error: the store "
+        "could not say.")
+    dimension: int | None
+
+
 class HealthOut(BaseModel):
+    """Anonymous callers get ``status``, ``timestamp``, ``version`` and ``cross_encoder``;
+    a user key adds the store's status, ``collections``, ``collection_status`` (its
+    tenant's collections only) and ``disk.writes_allowed``; an admin key everything."""
+
     status: Literal["healthy", "degraded"]
     timestamp: str
     version: str
-    store: ComponentHealth
-    collections: int | None = None
-    storage_bytes: int | None = None
+    store: ComponentHealth | None = Field(None, description="With a key (details: admin).")
+    collections: int | None = Field(None, description="Collections the caller may read.")
+    collection_status: list[CollectionStatus] | None = Field(
+        None, description="Spec 004's per-collection status, with a key.")
+    storage_bytes: int | None = Field(None, description="Admin keys only.")
     catalog_error: str | None = Field(None, description="When the catalog could not be read.")
-    disk: DiskStatus
+    disk: DiskStatus | None = Field(None, description="With a key (sizes: admin).")
     cross_encoder: dict[str, str] | None = Field(None, description="When a reranker is "
                                                  "loaded: its model and status.")
     chat: dict[str, bool] | None = Field(None, description="`configured`: whether a chat "
@@ -475,7 +489,9 @@ class HealthOut(BaseModel):
         "status": "healthy", "timestamp": TS, "version": "0.1.0",
         "store": {"status": "ok", "timestamp": TS,
                   "details": {"engine": "qdrant-edge", "open_shards": 1}, "error": None},
-        "collections": 1, "storage_bytes": 2174976,
+        "collections": 1,
+        "collection_status": [{"name": "docs", "status": "ok", "dimension": 384}],
+        "storage_bytes": 2174976,
         "disk": {"free_bytes": 55223734272, "reserve_bytes": 268435456,
                  "writes_allowed": True}, "chat": {"configured": False}})
 
@@ -484,7 +500,7 @@ class InfoCollection(BaseModel):
     name: str
     count: int
     dimension: int | None
-    size_bytes: int
+    size_bytes: int | None = Field(None, description="Admin keys only (server-wide).")
     embedding_provider: str | None
     embedding_model: str | None
 
@@ -499,11 +515,16 @@ class InfoOut(BaseModel):
     version: str
     collections: list[InfoCollection]
     total_documents: int
-    storage_bytes: int
-    embedding_cache: dict[str, Any] = Field(description="Per cache key connectionId:model: "
-                                            "hits, misses, size, the collections sharing it.")
-    embedding_cache_totals: dict[str, Any] = Field(description="hits, misses, hit_rate.")
-    search_batching: dict[str, Any]
+    scope: Literal["server", "tenant"] = Field(
+        "server", description="'server' (admin keys): every figure below; 'tenant' (user "
+        "keys): the caller's collections and counts only.")
+    storage_bytes: int | None = Field(None, description="Admin keys only.")
+    embedding_cache: dict[str, Any] | None = Field(
+        None, description="Admin keys only. Per cache key connectionId:model: hits, misses, "
+        "size, the collections sharing it.")
+    embedding_cache_totals: dict[str, Any] | None = Field(
+        None, description="Admin keys only. hits, misses, hit_rate.")
+    search_batching: dict[str, Any] | None = Field(None, description="Admin keys only.")
     indexing: dict[str, Any] | None = Field(
         None, description="Background index builds of the embedded store (null for stores "
         "without them): enabled, builds, failures, building, pending, last_swap_stall_ms, "
@@ -516,7 +537,7 @@ class InfoOut(BaseModel):
         "collections": [{"name": "docs", "count": 26, "dimension": 384,
                          "size_bytes": 1888256, "embedding_provider": None,
                          "embedding_model": None}],
-        "total_documents": 26, "storage_bytes": 2174976,
+        "total_documents": 26, "scope": "server", "storage_bytes": 2174976,
         "embedding_cache": {"local:all-MiniLM-L6-v2": {"hits": 1, "misses": 2, "size": 2,
                                                        "collections": ["docs"]}},
         "embedding_cache_totals": {"hits": 1, "misses": 2, "hit_rate": 0.3333},

@@ -5,32 +5,39 @@ checklists over the one search pipeline. Built by ``Ragline.start()`` and kept o
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ragline.catalog.tables import ConversationRows
-from ragline.errors import LLMNotConfigured
+from ragline.errors import LLMNotConfigured, RaglineError
 from ragline.providers.llms.base import ChatModel
 from ragline.providers.registry import registry
 from ragline.services.chat import ChatConfig, ChatService
 from ragline.services.checklists import ChecklistService
 from ragline.services.collections import CollectionService
+from ragline.services.connections import ConnectionService
 from ragline.services.embedders import EmbedderPool
 from ragline.services.search_retriever import SearchRetriever
 from ragline.services.searching import SearchService
 from ragline.services.tools.base import Tool
 from ragline.settings import Settings
 
+log = logging.getLogger(__name__)
+
 LLM_SETTINGS_HELP = ("No chat model is configured: set RAGLINE_LLM_BASE_URL and "
                      "RAGLINE_LLM_MODEL (and RAGLINE_LLM_API_KEY if the server needs one)")
 
 
 def load_tools() -> dict[str, Tool]:
-    """Every tool registered under the ``ragline.tools`` entry points, by name."""
+    """Every tool registered under the ``ragline.tools`` entry points, by name; a tool
+    with a ``Config`` (web search) needs a connection and is built from one instead."""
     tools: dict[str, Tool] = {}
     for name in registry.names("tools"):
         cls = registry.get("tools", name)
+        if getattr(cls, "Config", None) is not None:
+            continue
         tools[getattr(cls, "name", name)] = cls()
     return tools
 
@@ -65,15 +72,29 @@ class ChatModelSlot:
 
 
 class ToolBox:
-    """The registered tools, loaded on first use."""
+    """The registered tools, loaded on first use, plus those an admin configured as
+    connections of kind ``tools`` (``search_engine``), looked up on every turn so a
+    connection added or deleted over the API counts from the next turn on."""
 
-    def __init__(self) -> None:
+    def __init__(self, connections: ConnectionService | None = None) -> None:
         self._tools: dict[str, Tool] | None = None
+        self.connections = connections
 
     def __call__(self) -> dict[str, Tool]:
         if self._tools is None:
             self._tools = load_tools()
-        return self._tools
+        tools = dict(self._tools)
+        if self.connections is not None:
+            for conn in self.connections.all():
+                if conn.kind != "tools":
+                    continue
+                try:
+                    tool = self.connections.instance(conn.id)
+                except RaglineError as exc:
+                    log.warning("tool connection %s unusable: %s", conn.id, exc.message)
+                    continue
+                tools[tool.name] = tool
+        return tools
 
 
 @dataclass
@@ -89,14 +110,15 @@ class AnswerServices:
 def build_answers(settings: Settings, conversations: ConversationRows,
                   collections: CollectionService,
                   embedders: EmbedderPool, search: SearchService,
-                  llm: ChatModel | None = None) -> AnswerServices:
+                  llm: ChatModel | None = None,
+                  connections: ConnectionService | None = None) -> AnswerServices:
     s = settings
 
     def collection_metadata(name: str) -> Mapping[str, Any]:
         return collections.get(name).metadata
 
     slot = ChatModelSlot(s, llm)
-    tools = ToolBox()
+    tools = ToolBox(connections)
     retriever = SearchRetriever(search, collections, embedders)
     config = ChatConfig(
         assistant_name=s.assistant_name, relevance_threshold=s.rag_relevance_threshold,

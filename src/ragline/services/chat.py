@@ -223,7 +223,9 @@ class ChatService:
 
         tools = dict(self.tools())
         t = time.perf_counter()
-        decision_prompt = prompts.tool_decision(describe_tools(tools), rag_context, message)
+        decision_prompt = prompts.tool_decision(
+            describe_tools(tools), rag_context, message,
+            {n: t.arguments for n, t in tools.items()})
         raw = await llm.complete([{"role": "user", "content": decision_prompt}],
                                  json_mode=True, max_tokens=DECISION_MAX_TOKENS)
         decision_s = time.perf_counter() - t

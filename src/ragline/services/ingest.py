@@ -49,7 +49,7 @@ from ragline.services.ingest_stats import (
     capture_warnings,
     check_mode,
 )
-from ragline.services.ingest_target import build_target, frontmatter_defaults
+from ragline.services.ingest_target import book_id_of, build_target, frontmatter_defaults
 from ragline.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -195,6 +195,7 @@ class IngestService:
                    stats: IngestStats, progress: Progress | None,
                    should_stop: Callable[[], bool] | None) -> None:
         origin = f"dir:{root}"
+        target = replace(target, book_id=book_id_of(self.settings, target.info, root))
         files = tree_sources(root, self.settings.ingest_patterns)
         info, tenant = target.info, target.tenant
         states = self.state.sources(info.name, info.shard, tenant)

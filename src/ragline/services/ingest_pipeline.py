@@ -90,6 +90,8 @@ class Target:
     frontmatter_defaults: dict[str, Any] = field(default_factory=dict)
     context_header: str = "off"
     """Contextual chunk headers (``off``, ``embed`` or ``text``): see :func:`chunk_header`."""
+    book_id: str = ""
+    """Spec 004's ``book_id`` of chunks whose source names none (see :func:`book_id_of`)."""
 
 
 def chunk_header(title: str | None, heading_path: list[str]) -> str:
@@ -220,12 +222,15 @@ class Pipeline:
                     "prev_chunk_id": ids[i - 1] if i else None,
                     "next_chunk_id": ids[i + 1] if i + 1 < len(ids) else None,
                     "content_hash": chunk.content_hash, "source_hash": doc.source_hash,
+                    "source_file_hash": doc.source_hash,  # spec 004's name, same value
                     "token_count": chunk.token_count,
                     "created_at": (prior.metadata.get("created_at") if prior else None) or now,
                     "updated_at": now,
                 })
                 if chunk.page_number is not None:
                     meta["page_number"] = chunk.page_number
+                if not isinstance(meta.get("book_id"), str | int) or meta["book_id"] == "":
+                    meta["book_id"] = t.book_id or t.info.name  # frontmatter's wins
                 text = embed_text = chunk.text
                 header = chunk_header(doc.title, chunk.heading_path) if t.context_header in (
                     "embed", "text") else ""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from pathlib import Path
 from typing import Any, cast
 
 from ragline.core.types import CollectionInfo
@@ -108,4 +109,19 @@ def build_target(settings: Settings, embedders: EmbedderPool, info: CollectionIn
         return max(0, embedder.count_tokens(text) - overhead)
 
     return Target(info, tenant, embedder, count, size, overlap, fingerprint, reuse,
-                  defaults, pattern if isinstance(pattern, str) else None, fm_defaults, header)
+                  defaults, pattern if isinstance(pattern, str) else None, fm_defaults, header,
+                  book_id_of(settings, info))
+
+
+def book_id_of(settings: Settings, info: CollectionInfo, root: Path | None = None) -> str:
+    """Spec 004's ``book_id`` for chunks whose frontmatter names none: the collection's
+    ``metadata.book_id``, else ``settings.ingest_book_id``, else the ingestion root's
+    directory name (directory runs), else the collection's name."""
+    configured = info.metadata.get("book_id")
+    if isinstance(configured, str) and configured:
+        return configured
+    if settings.ingest_book_id:
+        return settings.ingest_book_id
+    if root is not None and root.name:
+        return root.name
+    return info.name

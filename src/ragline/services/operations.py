@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,35 @@ from ragline.services.retrieval import RetrievalService
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class HealthView:
+    """Who asks ``GET /health``: anonymous (``visible`` None) or a user key, whose
+    ``visible`` says which collections its tenant may read (the facade's access rule)."""
+
+    visible: Callable[[CollectionInfo], bool] | None = None
+
+    def scope(self, body: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {k: body[k] for k in ("status", "timestamp", "version")
+                               if k in body}
+        if "cross_encoder" in body:
+            ce = dict(body["cross_encoder"])
+            if ce.get("status") == "remote":  # the remote reranker's model names its URL
+                ce["model"] = "ragline-remote"
+            out["cross_encoder"] = ce
+        if self.visible is None:
+            return out
+        store = body["store"]
+        out["store"] = {"status": store["status"], "timestamp": store["timestamp"]}
+        engine = (store.get("details") or {}).get("engine")
+        if isinstance(engine, str):  # which features the console shows; not an address
+            out["store"]["details"] = {"engine": engine}
+        for key in ("collections", "collection_status", "catalog_error"):
+            if key in body:
+                out[key] = body[key]
+        out["disk"] = {"writes_allowed": body["disk"]["writes_allowed"]}
+        return out
+
+
 class OperationsService:
     def __init__(self, data_dir: Path, store: VectorStore, collections: CollectionService,
                  embedders: EmbedderPool, retrieval: RetrievalService,
@@ -47,7 +77,11 @@ class OperationsService:
         self.catalog = catalog  # backend and schema version, for /info
         self.usage = UsageCache(data_dir)  # /health and /info: at most one walk per 5 s
 
-    def health(self) -> dict[str, Any]:
+    def health(self, view: HealthView | None = None) -> dict[str, Any]:
+        """``view`` None: the whole answer (library, CLI, admins). Otherwise scoped
+        (issue 32 item 4): an anonymous caller gets the status, version and reranker only;
+        a user key also the store's status, its collections' status and whether writes are
+        allowed, never a collection it may not read, a size or an address."""
         try:
             store = self.store.health()
         except Exception:
@@ -60,7 +94,12 @@ class OperationsService:
             "store": store.model_dump(),
         }
         try:
-            body["collections"] = len(self.collections.all())
+            cols = self.collections.all()
+            if view is not None and view.visible is not None:
+                cols = [c for c in cols if view.visible(c)]
+            body["collections"] = len(cols)
+            if view is None or view.visible is not None:  # not shown anonymously
+                body["collection_status"] = [self._collection_status(c) for c in cols]
             body["storage_bytes"] = self.usage.get()
         except Exception:  # health must answer even when the catalog does not
             log.exception("catalog health check failed")
@@ -72,10 +111,24 @@ class OperationsService:
         reranker = self.reranker()
         if reranker is not None:
             body["cross_encoder"] = reranker.health_info()
-        return body
+        return body if view is None else view.scope(body)
+
+    def _collection_status(self, c: CollectionInfo) -> dict[str, Any]:
+        """Spec 004 US5-1's per-collection status: ``ok`` (the store holds it), ``empty``
+        (nothing written yet) or ``error`` (the store could not say)."""
+        try:
+            status = "ok" if self.store.has_shard(c.shard) else "empty"
+        except Exception as exc:
+            log.info("health: collection %s: %s", c.name, type(exc).__name__)
+            status = "error"
+        return {"name": c.name, "status": status, "dimension": c.dimension}
 
     def info(self, tenant: TenantScope,
-             visible: Callable[[CollectionInfo], bool] = lambda _: True) -> dict[str, Any]:
+             visible: Callable[[CollectionInfo], bool] = lambda _: True,
+             admin: bool = True) -> dict[str, Any]:
+        """``admin`` False (a user key; issue 32 item 4): the caller's collections and its
+        tenant's counts only; no sizes (they are server-wide), no cache or batching figures
+        (they reflect other tenants' queries), no indexing or catalog internals."""
         cols = []
         total = 0
         for c in self.collections.all():
@@ -83,16 +136,22 @@ class OperationsService:
                 continue
             try:
                 n = self.collections.count(c, tenant)
-                size = self.collections.size_bytes(c)
+                size = self.collections.size_bytes(c) if admin else None
             except Exception as exc:  # emptied or deleted while we looked
                 log.info("info: skipping collection %s: %s", c.name, type(exc).__name__)
                 continue
             total += n
-            cols.append({"name": c.name, "count": n, "dimension": c.dimension,
-                         "size_bytes": size, "embedding_provider": c.embedding_provider,
-                         "embedding_model": c.embedding_model})
-        return {"version": __version__, "collections": cols, "total_documents": total,
-                "storage_bytes": self.usage.get(),
+            col = {"name": c.name, "count": n, "dimension": c.dimension,
+                   "size_bytes": size, "embedding_provider": c.embedding_provider,
+                   "embedding_model": c.embedding_model}
+            if not admin:
+                del col["size_bytes"]
+            cols.append(col)
+        body: dict[str, Any] = {"version": __version__, "collections": cols,
+                                "total_documents": total}
+        if not admin:
+            return {**body, "scope": "tenant"}
+        return {**body, "scope": "server", "storage_bytes": self.usage.get(),
                 **self._embedding_cache(),
                 "search_batching": self.retrieval.batching_stats(),
                 "indexing": self._indexing_stats(), "catalog": self.catalog}

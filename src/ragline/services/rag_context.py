@@ -57,6 +57,17 @@ class Hit:
         return None
 
     @property
+    def original_filename(self) -> str | None:
+        """Spec 001's ``originalFilename``: the file's name or path, none for pasted
+        text (whose ``source_path`` is only its ``text-<hash>`` id) or a web page."""
+        if self.source_type == "text":
+            for key in ("original_filename", "originalFilename"):
+                if self.metadata.get(key):
+                    return str(self.metadata[key])
+            return None
+        return self.filename
+
+    @property
     def url(self) -> str | None:
         for key in ("source_url", "sourceUrl", "url"):
             v = self.metadata.get(key)
@@ -122,8 +133,8 @@ def format_document(hit: Hit) -> str:
     """
     score = hit.relevance if hit.relevance is not None else hit.score
     head = f"Document (Source: {hit.source_type}, Title: {hit.title or 'N/A'}"
-    if hit.filename:
-        head += f", File: {hit.filename}"
+    if hit.original_filename:
+        head += f", File: {hit.original_filename}"
     if hit.url:
         head += f", URL: {hit.url}"
     return f"{head}, Score: {score:.4f}):\n{hit.text}"

@@ -10,6 +10,7 @@ only parse the body and render what this returns.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,6 +95,25 @@ class SearchResponse:
     warnings: list[str]
 
 
+_MODULE_DIR = re.compile(r"^module-(\d+)(?:-|$)", re.IGNORECASE)
+
+
+def module_filter(value: str | int) -> dict[str, Any]:
+    """Spec 004's ``module`` in any of its forms: the number (``1``, ``"1"``), the
+    directory name (``"module-1-ros2"``, also ``"module-1"``: both name module 1, which
+    ingestion stores as ``module``) or any other string a frontmatter ``module`` or the
+    directory name (``module_name``) holds."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return {"module": value}
+    text = str(value).strip()
+    if text.isdigit():
+        return {"module": int(text)}
+    m = _MODULE_DIR.match(text)
+    if m:
+        return {"$or": [{"module": int(m.group(1))}, {"module_name": text}]}
+    return {"$or": [{"module": text}, {"module_name": text}]}
+
+
 def book_filters(where: dict[str, Any] | None, filters: dict[str, Any]) -> dict[str, Any] | None:
     """The book-style search parameters as one ``where`` object (ANDed with ``where``)."""
     parts: list[dict[str, Any]] = [where] if where else []
@@ -101,7 +121,7 @@ def book_filters(where: dict[str, Any] | None, filters: dict[str, Any]) -> dict[
     if "hardware_tier" in f:
         parts.append({"hardware_tier": {"$lte": f["hardware_tier"]}})
     if "module" in f:
-        parts.append({"module": f["module"]})
+        parts.append(module_filter(f["module"]))
     if "chapter_min" in f:
         parts.append({"chapter": {"$gte": f["chapter_min"]}})
     if "chapter_max" in f:
@@ -112,6 +132,8 @@ def book_filters(where: dict[str, Any] | None, filters: dict[str, Any]) -> dict[
         parts.append({"proficiency_level": {"$in": f["proficiency_levels"]}})
     if "layer" in f:
         parts.append({"layer": f["layer"]})
+    if "book_id" in f:
+        parts.append({"book_id": f["book_id"]})
     if not parts:
         return None
     return parts[0] if len(parts) == 1 else {"$and": parts}
