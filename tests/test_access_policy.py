@@ -24,6 +24,7 @@ import pytest
 from ragline.core.principal import Principal, Role
 from ragline.errors import Forbidden, NotFound, RaglineError
 from ragline.facade import DocumentInput, IngestSource, Outgoing, Ragline, SearchRequest
+from ragline.facade_answers import AnswerOptions
 from ragline.testing.scripted_llm import ScriptedChatModel
 from tests.ingestion_support import fake_settings
 
@@ -110,6 +111,10 @@ async def _checklist(rl: Ragline, p: Principal) -> Any:
 async def _ingest_async(rl: Ragline, p: Principal) -> Any:
     return await rl.ingest_async(p, IngestSource("text", "team", text="new gripper text",
                                                  title=f"async-{p.tenant}"))
+
+
+async def _completion_turn(rl: Ragline, p: Principal) -> Any:
+    return await rl.completion_turn(p, "ragline/kb", "gripper notes", [], AnswerOptions())
 
 
 async def _forward(rl: Ragline, p: Principal) -> Any:
@@ -222,6 +227,17 @@ TABLE: dict[str, tuple[Call, dict[str, Any]]] = {
     # answers (chat, conversations, checklists, spec 003's library API)
     "chat": (chat_call, READS),
     "chat_turn": (lambda rl, p, w: rl.call_sync(_chat_turn, rl, p), USERS_OF_KB),
+    # /v1 (issue 40): the models a caller may chat with, and a stateless turn
+    "completion_models": (lambda rl, p, w: {m for m, _ in rl.completion_models(p)}
+                          & {"ragline/kb", "ragline/other"},
+                          {"admin": {"ragline/kb", "ragline/other"}, "alice": {"ragline/kb"},
+                           "bob": {"ragline/kb"}, "carol": {"ragline/other"}}),
+    "completion_turn": (lambda rl, p, w: rl.call_sync(_completion_turn, rl, p), USERS_OF_KB),
+    # operational views (issue 32 item 4): only the collections the caller may read
+    "health": (lambda rl, p, w: {c["name"] for c in rl.health(p).get("collection_status", [])}
+               & {"kb", "other"},
+               {"admin": {"kb", "other"}, "alice": {"kb"}, "bob": {"kb"},
+                "carol": {"other"}}),
     "get_conversation": (lambda rl, p, w: rl.get_conversation(p, "no-such"),
                          {"admin": NotFound, "alice": NotFound, "bob": NotFound,
                           "carol": NotFound}),
@@ -248,7 +264,8 @@ TABLE: dict[str, tuple[Call, dict[str, Any]]] = {
 
 # public methods that act for no caller (lifecycle, the server's own operations, pure helpers)
 NO_CALLER = {
-    "start", "close", "call_sync", "owner", "authenticate", "ensure_admin_key", "health",
+    "start", "close", "call_sync", "owner", "authenticate", "ensure_admin_key",
+    "settle_pending",  # the server's own start-up repair
     "format_versions", "providers", "provider_schema", "upload_slot", "stop_work",
     "github_webhook",  # authenticated by its signature; acts in the configured tenant
     "format_prompt", "generate_checklist",  # pure: text in, text out

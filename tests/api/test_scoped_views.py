@@ -83,7 +83,7 @@ def test_info_for_an_admin_keeps_every_figure(world: Keys) -> None:
 
 def test_health_anonymous_is_minimal(world: Keys) -> None:
     body = world.get(None, "/health")
-    assert set(body) <= {"status", "timestamp", "version", "cross_encoder"}
+    assert set(body) <= {"status", "timestamp", "version", "cross_encoder", "chat"}
     assert body["status"] == "healthy"
     text = json.dumps(body)
     assert "shared" not in text and "alice" not in text
@@ -114,7 +114,7 @@ def test_health_with_an_admin_key_is_complete(world: Keys) -> None:
 def test_health_with_a_refused_key_is_the_anonymous_answer(world: Keys) -> None:
     r = world.c.get("/health", headers={"Authorization": "Bearer rl_000000000000_nope"})
     assert r.status_code == 200
-    assert set(r.json()) <= {"status", "timestamp", "version", "cross_encoder"}
+    assert set(r.json()) <= {"status", "timestamp", "version", "cross_encoder", "chat"}
 
 
 def test_connection_health_hides_the_address_from_user_keys(world: Keys) -> None:

@@ -45,7 +45,7 @@ from tests.live_server import LiveServer
 pytestmark = pytest.mark.journey
 
 # -- features of other branches: the coordinator sets these to True after merging ----------
-SHARED_CORPORA = False  # issue 33 item 1 (h33a): tenant "*" read by every user
+SHARED_CORPORA = True  # issue 33 item 1 (h33a): tenant "*" read by every user
 SAME_NAMED_FILES = True  # issue 33 item 3 (h33b): the upload fallback keeps every file
 
 NEEDS_SHARED = pytest.mark.xfail(
