@@ -122,7 +122,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         while self.waiting:
             oldest = next(iter(self.waiting))
             del self.waiting[oldest]
-            if oldest is self or oldest.transport.is_closing():
+            if (oldest is self or oldest.transport.is_closing()
+                    or oldest not in self.connections):  # upgraded to a WebSocket: not ours
                 continue
             self.evicted.add(oldest)
             log.info("connection cap (%d) reached; closing the connection that waited "
