@@ -57,6 +57,7 @@ def test_concurrent_60_mb_bulk_writes_keep_health_responsive(server: Server) -> 
             w.start()
         for w in writers:
             w.join(600)
+    print(f"\n/health during the attack: {probe.summary()}")
     probe.assert_responsive()
     for i in range(WRITERS):
         assert answers[i].status_code == 200, answers[i].text[:300]

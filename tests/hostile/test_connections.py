@@ -69,6 +69,7 @@ def test_half_sent_requests_do_not_block_health(server: Server) -> None:
                           drip=None, reopen=True)
     for s in sockets:
         s.close()
+    print(f"\n/health during the attack: {probe.summary()}")
     probe.assert_responsive()
 
 
@@ -104,6 +105,7 @@ def test_slow_bodies_without_a_key_are_refused_from_their_headers(server: Server
             time.sleep(0.2)
     for s in sockets:
         s.close()
+    print(f"\n/health during the attack: {probe.summary()}")
     probe.assert_responsive()
     assert len(sockets) >= SLOW_BODIES * 0.95, len(sockets)
     refused = sum(a.startswith(b"HTTP/1.1 401") for a in answers.values())
@@ -119,5 +121,6 @@ def test_slow_bodies_with_a_key_cannot_hold_the_connection_cap(server: Server) -
     closed = sum(_closed(s) for s in sockets)
     for s in sockets:
         s.close()
+    print(f"\n/health during the attack: {probe.summary()}")
     probe.assert_responsive()
     assert closed < len(sockets)  # the attack was real: many sockets were still served

@@ -94,6 +94,7 @@ def test_yaml_alias_bomb_is_refused_within_budget(bomb_server: Server) -> None:
     assert not watch.killed, f"RSS passed {RSS_LIMIT} bytes: the server was killed"
     assert watch.peak < RSS_LIMIT
     assert status == 400 and took < 10, (status, took, text[:300])
+    print(f"\n/health during the attack: {probe.summary()}")
     probe.assert_responsive()
     # nothing was written: the upload's collection holds no source from the bomb
     got = httpx.get(server.url + "/collections/book/sources", headers=server.admin,
