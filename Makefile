@@ -11,7 +11,7 @@ PORT ?= 8000
 DATA ?= ./data
 PYTEST_ARGS ?=
 
-.PHONY: install install-dev serve test test-slow test-journeys test-chroma test-fresh-clone test-llm lint typecheck bench bench-chat clean
+.PHONY: install install-dev serve test test-slow test-journeys test-hostile test-chroma test-fresh-clone test-llm lint typecheck bench bench-chat clean
 
 # The spec 000/002 HTTP scenarios, run again on a ragline whose store is Chroma
 # (in-process, and a real `chroma run` server the tests start), and ?service= routing to
@@ -44,7 +44,7 @@ serve: $(STAMP)
 # (everything but the slow and llm tiers; < 15 min on 2 cores), then the Chroma tier.
 test: $(DEVSTAMP) lint
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q \
-		-m "not llm and not slow and not journey" $(PYTEST_ARGS)
+		-m "not llm and not slow and not journey and not hostile" $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-chroma
 
 # The slow tier (marker "slow"): end-to-end runs against real processes — a fresh clone,
@@ -59,6 +59,13 @@ test-slow: $(DEVSTAMP)
 # and restore); about 3 minutes. CI runs it after the slow tier.
 test-journeys: $(DEVSTAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q -m journey tests/journeys \
+		$(PYTEST_ARGS)
+
+# The hostile tier (marker "hostile", tests/hostile): a real server under attack, bounded
+# in count and time (~5 min): half-sent requests, slow bodies, 60 MB bulk writes, a YAML
+# alias bomb, webhook replays, a lone-surrogate/NUL sweep of every operation (issue 32).
+test-hostile: $(DEVSTAMP)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q -m hostile tests/hostile \
 		$(PYTEST_ARGS)
 
 test-chroma: $(DEVSTAMP)

@@ -743,6 +743,11 @@ class Ragline(AnswersMixin):
         an admin key act as a user (what a routing ragline sends for a user caller)."""
         return self.services.auth.resolve(key, tenant, public_ok=public_ok, role=role)
 
+    def key_known(self, key: str) -> bool:
+        """``key`` was validated moments ago (memory only: cheap enough for the event loop,
+        where the request guard checks a key before reading a body)."""
+        return self.services.auth.known(key)
+
     @property
     def auth_enabled(self) -> bool:
         return self.settings.auth == "on"

@@ -330,8 +330,13 @@ class Settings(BaseSettings):
         10.0, gt=0, description="A client must finish sending its request headers within this.")
     http_body_timeout_s: float = Field(
         30.0, gt=0, description="Longest pause between two pieces of a request body.")
+    http_request_timeout_s: float = Field(
+        120.0, gt=0, description="A client must finish sending a whole request (headers and "
+        "body) within this, however it spaces the bytes.")
     http_max_connections: int = Field(
-        1000, ge=1, description="Open connections served at once; beyond it new ones get 503.")
+        1000, ge=1, description="Open connections at once; past it the connection waiting "
+        "longest without a complete request is closed to make room (503 only when every "
+        "connection is serving a request).")
 
     # --- access ------------------------------------------------------------
     auth: Literal["on", "off"] = Field(

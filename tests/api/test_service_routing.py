@@ -20,8 +20,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from ragline.api.app import create_app
+from ragline.api.routing import forwarded_path
 from ragline.core.types import Record, SearchMode, StoreQuery
-from ragline.errors import ConfigError
+from ragline.errors import ConfigError, InvalidInput
 from ragline.facade import Ragline
 from ragline.providers.registry import registry
 from ragline.providers.remote.store import RemoteRaglineStore
@@ -177,6 +178,42 @@ def test_errors_pass_through_unchanged(local: Any, remote: Remote) -> None:
         assert via.status_code == direct.status_code >= 400, (path, via.text)
         assert via.json() == direct.json()
         assert via.headers["content-type"] == direct.headers["content-type"]
+
+
+@pytest.mark.parametrize("path", [
+    "/api/collections/kb/documents/%2e%2e",  # ".." the HTTP client would not normalise
+    "/api/collections/kb/documents/%2E%2e/%2e%2E/keys",
+    "/api/collections/kb/documents/.%2e/x",
+    "/collections/kb/documents/a/%2e/b",
+    "/api/collections/kb/documents/a%2Fb",  # a separator hidden in a segment
+    "/api/collections/kb/documents/a%5cb",
+    "/api/collections/kb/documents/a\\b",
+])
+def test_service_passes_through_only_the_authorised_path(local: Any, path: str) -> None:
+    """Issue 32: ``..`` in a forwarded path made the connected server run another route
+    than the one authorised here; such paths are refused before anything is sent."""
+    client, keys = local
+    for key in (keys["admin"], keys["alice"]):
+        r = client.get(path, params={"service": "remote"}, headers=as_(key))
+        assert r.status_code == 400, r.text
+        assert "not passed through" in r.json()["message"]
+    # the same path without ?service= is served here as before: the rule is the hop's
+    assert client.get(path, headers=as_(keys["admin"])).status_code != 400
+
+
+def test_forwarded_path_is_the_routed_path_re_encoded() -> None:
+    assert forwarded_path("/api/collections/r/documents/a%20b/c%3Fd%25e",
+                          "/api/collections/r/documents/a b/c?d%e") \
+        == "/api/collections/r/documents/a%20b/c%3Fd%25e"
+    assert forwarded_path("/collections/r/documents/caf%C3%A9:1@x",
+                          "/collections/r/documents/café:1@x") \
+        == "/collections/r/documents/caf%C3%A9:1@x"
+    for raw in ("/collections/r/documents/..", "/collections/r/documents/./x",
+                "/collections/r/../../keys"):
+        with pytest.raises(InvalidInput):
+            forwarded_path(raw, raw)
+    with pytest.raises(InvalidInput):  # the raw path must be the one that was routed
+        forwarded_path("/collections/r/documents/a", "/collections/r/documents/b")
 
 
 def test_unknown_service_is_a_404_listing_the_known_ones(local: Any) -> None:

@@ -17,6 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
+from ragline.errors import InvalidInput
+from ragline.ingest import fetch_url
 from ragline.testing.server import QuietHandler, serve_handler
 from tests.live_server import LiveServer
 
@@ -92,3 +94,68 @@ def test_dripping_urls_keep_health_fast_and_hit_the_total_deadline(
             assert took < 3 and int(headers["retry-after"]) >= 1
         else:
             assert "deadline" in body["message"] and took < 9
+
+
+class _TrickleHeaders(QuietHandler):
+    """An origin that never finishes its response headers: one header line every 0.2 s
+    (each read gets a byte in time, so no per-read timeout ever fires)."""
+
+    def do_GET(self) -> None:
+        if self.path.startswith("/gone"):  # answers at once (no ingestion to wait for)
+            self.send(404, b"not here", {"Content-Type": "text/plain"})
+            return
+        try:
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n")
+            for i in range(300):
+                self.wfile.write(b"X-Pad-%d: x\r\n" % i)
+                self.wfile.flush()
+                time.sleep(0.2)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+@pytest.fixture
+def trickle_url() -> Iterator[str]:
+    with serve_handler(_TrickleHeaders) as url:
+        yield url
+
+
+def test_header_trickling_origin_hits_the_total_deadline(trickle_url: str) -> None:
+    """Issue 32: the deadline did not cover response headers; now one total deadline
+    covers connect, headers and body."""
+    start = time.monotonic()
+    with pytest.raises(InvalidInput, match="total deadline"):
+        fetch_url(trickle_url + "/slow.txt", allow_private=True, timeout=5, total_timeout=1.5)
+    assert time.monotonic() - start < 3
+
+
+def test_a_header_trickling_origin_frees_its_fetch_worker_at_the_deadline(
+    tmp_path: Path, trickle_url: str
+) -> None:
+    """One fetch worker: the trickling fetch ends at its 3 s deadline and the next URL,
+    queued behind it, is fetched right after (it waited 63 s before; this one answers
+    404 at once, so its answer time is the wait for the worker)."""
+    env = {"RAGLINE_ALLOW_PRIVATE_URLS": "true", "RAGLINE_URL_FETCH_TOTAL_TIMEOUT_S": "3",
+           "RAGLINE_URL_FETCH_WORKERS": "1", "RAGLINE_URL_FETCH_QUEUE": "2",
+           "RAGLINE_DEFAULT_COLLECTION": "web"}
+    srv = LiveServer(tmp_path / "data", env=env)
+    try:
+        srv.wait_ready()
+        answers: dict[str, tuple[int, float, dict[str, Any]]] = {}
+
+        def ingest(name: str, url: str) -> None:
+            start = time.monotonic()
+            r = httpx.post(srv.url + "/api/rag/ingest/url", json={"url": url}, timeout=60)
+            answers[name] = (r.status_code, time.monotonic() - start, r.json())
+
+        slow = threading.Thread(target=ingest, args=("slow", trickle_url + "/slow.txt"))
+        slow.start()
+        time.sleep(0.3)  # the slow fetch holds the only worker
+        ingest("next", trickle_url + "/gone.txt")
+        slow.join(30)
+        status, took, body = answers["slow"]
+        assert status == 400 and "total deadline" in body["message"] and took < 6, answers
+        status, took, body = answers["next"]
+        assert status == 400 and "HTTP 404" in body["message"] and took < 6, answers
+    finally:
+        srv.stop()

@@ -8,6 +8,7 @@ Bearer KEY`` or ``X-API-Key: KEY``) and the optional ``X-Ragline-Tenant`` header
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -30,17 +31,23 @@ async def get_ragline(request: Request) -> Ragline:
     return rl
 
 
-def api_key(request: Request) -> str | None:
-    """The key a request carries; a credential in any other form is refused, not ignored
-    (a client that meant to authenticate must not silently become a public reader)."""
-    auth = request.headers.get("authorization")
+def key_from_headers(headers: Mapping[str, str]) -> str | None:
+    """The key a request carries (header names lower-cased); a credential in any other
+    form is refused, not ignored (a client that meant to authenticate must not silently
+    become a public reader)."""
+    auth = headers.get("authorization")
     if auth:
         scheme, _, token = auth.partition(" ")
         if scheme.lower() == "bearer" and token.strip():
             return token.strip()
         raise AuthenticationError("Unsupported Authorization header: send 'Bearer <key>'")
-    key = request.headers.get("x-api-key")
+    key = headers.get("x-api-key")
     return key.strip() if key and key.strip() else None
+
+
+def api_key(request: Request) -> str | None:
+    """The key a request carries (:func:`key_from_headers`)."""
+    return key_from_headers(request.headers)
 
 
 def _resolve(request: Request, public_ok: bool) -> Principal:

@@ -12,7 +12,9 @@ invalid JSON) never get an orjson reading; and orjson reads integers beyond 64
 bits as floats, which would let such a metadata value through the int64 check,
 so a reading holding an integral float of magnitude >= 2**63 outside an
 ``embedding`` is parsed again by the standard library (vectors become floats
-either way).
+either way) — by the guard, on a worker thread for a large body, which also hands
+over the raw body (:data:`~ragline.api.middleware.RAW_BODY`) so FastAPI's read of it
+copies nothing.
 """
 
 from __future__ import annotations
@@ -25,38 +27,29 @@ import orjson
 from fastapi import Request, Response
 from fastapi.routing import APIRoute
 
-from ragline.api.middleware import PARSED_JSON
-
-_WIDE = float(2**63)
-
-
-def _wide_float(doc: Any) -> bool:
-    """Any integral float of magnitude >= 2**63 (what a wide integer literal becomes
-    in orjson) outside ``embedding`` arrays."""
-    stack = [doc]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, dict):
-            stack.extend(v for k, v in value.items() if k != "embedding")
-        elif isinstance(value, list):
-            stack.extend(value)
-        elif type(value) is float and abs(value) >= _WIDE and value.is_integer():
-            return True
-    return False
+from ragline.api.middleware import PARSED_JSON, RAW_BODY, wide_float
 
 
 class FastJSONRequest(Request):
+    async def body(self) -> bytes:
+        if not hasattr(self, "_body"):
+            raw = self.scope.pop(RAW_BODY, None)  # the guard's: no second 60 MB copy here
+            if raw is None:
+                return await super().body()
+            self._body = raw
+        return self._body
+
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
-            doc = self.scope.pop(PARSED_JSON, None)
+            doc = self.scope.pop(PARSED_JSON, None)  # wide integers already re-read
             if doc is None:  # no guard in front (or it could not read the body)
                 body = await self.body()
                 try:
                     doc = orjson.loads(body)
                 except orjson.JSONDecodeError:
                     doc = json.loads(body)  # the standard library's answer and error
-            if _wide_float(doc):
-                doc = json.loads(await self.body())
+                if wide_float(doc):
+                    doc = json.loads(body)
             self._json = doc
         return self._json
 

@@ -13,11 +13,18 @@ request than it needs, so a hostile client costs little (issue 10):
 * **Body size** — ``Content-Length`` is checked before reading, and the bytes
   are counted while reading (chunked bodies), against a per-path limit;
   413 names the limit.
+* **Authentication before the body** — a request that carries a body is
+  authenticated from its headers first; without a valid key it is answered 401
+  at once, before a byte of the body is read (a client trickling a body without
+  a key holds nothing: issue 32). The routes still resolve the caller in full.
 * **NaN / Infinity** — Python's JSON parser accepts these literals, JSON does
   not; a JSON body containing one is answered 400 naming the field.
 * **Unstorable text and nesting** — a lone surrogate or NUL in any string of a JSON
   body, the path or a query parameter, or a body nested deeper than
   ``max_json_depth``, is answered 400 naming the field (:mod:`ragline.api.json_guard`).
+* **Large bodies off the event loop** — a JSON body of ``OFF_LOOP_BYTES`` or more
+  is joined and parsed on a worker thread, so ``/health`` keeps answering during
+  concurrent bulk writes (issue 32).
 """
 
 from __future__ import annotations
@@ -36,8 +43,9 @@ import anyio.to_thread
 import orjson
 
 from ragline.api.bulk_json import DOCUMENTS_PATH, read_documents_body
+from ragline.api.deps import key_from_headers
 from ragline.api.json_guard import check_json_body, check_target
-from ragline.errors import PayloadTooLarge
+from ragline.errors import PayloadTooLarge, RaglineError
 from ragline.observability.memory import TRIM_AFTER_BYTES, release_freed_memory
 
 if TYPE_CHECKING:
@@ -61,6 +69,24 @@ SIMPLE_CONTENT_TYPES = frozenset(
 CREDENTIAL_HEADERS = frozenset({b"authorization", b"x-api-key", b"x-hub-signature-256"})
 """Headers a cross-origin page cannot add without a preflight (which CORS refuses)."""
 
+OFF_LOOP_BYTES = 1024 * 1024
+"""JSON bodies this large are joined and parsed on a worker thread (orjson and simdjson
+hold the event loop ~3-4 ms per MB otherwise)."""
+
+
+class KeyCheck:
+    """Authentication from the headers alone, for the request guard (the facade's rules).
+
+    ``authenticate(key)`` raises :class:`~ragline.errors.AuthenticationError` for a
+    missing (where no public tenant is configured) or invalid key and may read the
+    catalog, so it runs on a worker thread unless ``known(key)`` says from memory that
+    the key was valid moments ago."""
+
+    def __init__(self, authenticate: Callable[[str | None], object],
+                 known: Callable[[str], bool]) -> None:
+        self.authenticate = authenticate
+        self.known = known
+
 
 @dataclass
 class GuardConfig:
@@ -72,10 +98,22 @@ class GuardConfig:
     path_limits: dict[str, tuple[int, str]] = field(default_factory=dict)
     """Exact path -> (limit, setting name), for bodies with their own limit."""
     max_json_depth: int = 64
+    large_body_slots: int = 2
+    """Requests with a body of ``OFF_LOOP_BYTES`` or more served at once; the others wait
+    (costing nothing) so small requests such as ``/health`` always find a worker thread."""
+    keys: KeyCheck | None = None
+    """Authenticate requests with a body before reading it; ``None``: auth is off."""
+    signed_paths: frozenset[str] = frozenset()
+    """Paths authenticated by a signature over the body (the webhook), not by a key."""
 
 
 def _json_error(status: int, code: str, message: str) -> bytes:
     return json.dumps({"detail": message, "error": code, "message": message}).encode()
+
+
+def _has_body(headers: dict[bytes, bytes]) -> bool:
+    declared = headers.get(b"content-length", b"0").strip()
+    return b"transfer-encoding" in headers or not declared.isdigit() or int(declared) > 0
 
 
 async def _respond(send: Send, status: int, code: str, message: str,
@@ -142,6 +180,12 @@ orjson refuses (the NaN/Infinity this guard names, invalid JSON) take the exact
 slow path of :func:`find_constant`."""
 
 
+RAW_BODY = "ragline.raw_body"
+"""Scope key holding the body the guard read, for :mod:`ragline.api.fast_json`: FastAPI
+reads a body before parsing it, and starlette joins the replayed body with a final
+empty chunk, a copy of the whole body on the event loop (~30 ms for 60 MB)."""
+
+
 def _parse_float(text: str) -> float | _Constant:
     value = float(text)
     return _Constant(f"{text} (beyond the float range)") if math.isinf(value) else value
@@ -170,6 +214,49 @@ def find_constant(body: bytes) -> tuple[str, str] | None:
     return None
 
 
+_WIDE = float(2**63)
+
+
+def wide_float(doc: Any) -> bool:
+    """Any integral float of magnitude >= 2**63 (what a wide integer literal becomes
+    in orjson) outside ``embedding`` arrays."""
+    stack = [doc]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(v for k, v in value.items() if k != "embedding")
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif type(value) is float and abs(value) >= _WIDE and value.is_integer():
+            return True
+    return False
+
+
+def _read_json(chunks: list[bytes], bulk_path: bool, max_depth: int,
+               ) -> tuple[bytes, Any, tuple[str, str] | None, str | None]:
+    """(body, orjson's reading or ``None``, the NaN/Infinity literal to name or ``None``,
+    the unstorable text or nesting to refuse or ``None``: :mod:`ragline.api.json_guard`).
+
+    A bulk write's vectors are read straight into a matrix (api/bulk_json); orjson
+    refuses NaN/Infinity and numbers beyond the float range itself, and only a body it
+    refuses is searched for the literal to name (or is invalid JSON: the route's 400).
+    Runs on a worker thread for large bodies, so all of it is kept off the event loop."""
+    body = b"".join(chunks)
+    bulk = read_documents_body(body) if bulk_path else None
+    if bulk is not None:
+        doc = bulk
+    else:
+        try:
+            doc = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            found = find_constant(body)
+            return body, None, found, (None if found is not None
+                                       else check_json_body(body, None, max_depth))
+    if wide_float(doc):  # orjson read an integer beyond 64 bits as a float: the int64
+        doc = json.loads(body)  # check must see the integer the standard library reads
+    return body, doc, None, check_json_body(body, doc, max_depth)
+
+
 class RequestGuard:
     """Pure ASGI middleware applying the guards above (see the module docstring)."""
 
@@ -177,6 +264,7 @@ class RequestGuard:
         self.app = app
         self.cfg = config
         self._large_in_flight = 0  # large JSON bodies being served (event loop only)
+        self._heavy = asyncio.Semaphore(config.large_body_slots)
         self._large_seq = 0  # bumped at each start and end of one: a pending trim is stale
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -212,13 +300,41 @@ class RequestGuard:
                            f"Request body too large: {int(declared)} bytes (limit {limit} "
                            f"bytes, setting {name})")
             return
+        if (self.cfg.keys is not None and _has_body(headers)
+                and scope.get("path", "") not in self.cfg.signed_paths):
+            refused = await self._authenticate(self.cfg.keys, headers)
+            if refused is not None:
+                await _respond(send, refused.status, refused.code, refused.message,
+                               [(b"www-authenticate", b"Bearer")])
+                return
         if _json_like(ctype, headers) and method in ("POST", "PUT", "PATCH", "DELETE"):
             await self._json(scope, receive, send, limit, name)
             return
         seen = [0]
-        await self.app(scope, self._counting(receive, limit, name, seen), send)
+        counting = self._counting(receive, limit, name, seen)
+        if declared.isdigit() and int(declared) >= OFF_LOOP_BYTES:
+            async with self._heavy:
+                await self.app(scope, counting, send)
+        else:
+            await self.app(scope, counting, send)
         if seen[0] >= TRIM_AFTER_BYTES:  # an upload: parsed, ingested, freed
             await anyio.to_thread.run_sync(release_freed_memory)
+
+    @staticmethod
+    async def _authenticate(keys: KeyCheck, headers: dict[bytes, bytes]) -> RaglineError | None:
+        """The error that refuses this request from its headers alone, or ``None``."""
+        try:
+            key = key_from_headers({k.decode("latin-1"): v.decode("latin-1")
+                                    for k, v in headers.items()
+                                    if k in (b"authorization", b"x-api-key")})
+            if key is None:  # missing: answered from the settings, no catalog read
+                keys.authenticate(None)
+            elif not keys.known(key):
+                await anyio.to_thread.run_sync(keys.authenticate, key)
+        except RaglineError as exc:
+            if exc.status in (401, 403):
+                return exc
+        return None
 
     @staticmethod
     def _counting(receive: Receive, limit: int, name: str, seen: list[int]) -> Receive:
@@ -254,28 +370,35 @@ class RequestGuard:
             chunks.append(part)
             if not message.get("more_body", False):
                 break
-        body = b"".join(chunks)
-        del chunks
-        bulk = None  # a bulk write's vectors read straight into a matrix (api/bulk_json)
-        if scope.get("method") == "POST" and DOCUMENTS_PATH.match(scope.get("path", "")):
-            bulk = read_documents_body(body)
-        parsed: Any = None
-        try:  # orjson refuses NaN/Infinity and numbers beyond the float range itself
-            parsed = scope[PARSED_JSON] = bulk if bulk is not None else orjson.loads(body)
-            found = None
-        except orjson.JSONDecodeError:  # a literal to name, or invalid JSON (route's 400)
-            found = find_constant(body)
+        bulk_path = bool(scope.get("method") == "POST"
+                         and DOCUMENTS_PATH.match(scope.get("path", "")))
+        if size < OFF_LOOP_BYTES:
+            await self._serve_json(scope, receive, send,
+                                   _read_json(chunks, bulk_path, self.cfg.max_json_depth))
+            return
+        async with self._heavy:  # parsed on a worker thread, at most large_body_slots at once
+            read = await anyio.to_thread.run_sync(_read_json, chunks, bulk_path,
+                                                   self.cfg.max_json_depth)
+            del chunks
+            await self._serve_json(scope, receive, send, read)
+
+    async def _serve_json(self, scope: Scope, receive: Receive, send: Send,
+                          read: tuple[bytes, Any, tuple[str, str] | None, str | None]
+                          ) -> None:
+        body, parsed, found, problem = read
+        del read
         if found is not None:
             path, literal = found
             await _respond(send, 400, "invalid_request",
                            f"Invalid request: '{path}' is {literal}, which is not a finite "
                            "number; send finite numbers only", close=False)
             return
-        problem = check_json_body(body, parsed, self.cfg.max_json_depth)
         if problem is not None:  # unstorable text or nesting (issue 32)
-            scope.pop(PARSED_JSON, None)
             await _respond(send, 400, "invalid_request", problem, close=False)
             return
+        if parsed is not None:
+            scope[PARSED_JSON] = parsed
+        scope[RAW_BODY] = body
         sent = False
 
         async def replay() -> Message:
@@ -296,6 +419,7 @@ class RequestGuard:
                 self._large_in_flight -= 1
                 self._large_seq += 1
         scope.pop(PARSED_JSON, None)  # a route that did not take it: free it before a trim
+        scope.pop(RAW_BODY, None)
         if large:
             del body
             self._trim_when_quiet()
@@ -332,6 +456,12 @@ def install(app: FastAPI, settings: Settings) -> None:
             CORSMiddleware, allow_origins=settings.cors_origins,
             allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
             allow_headers=["authorization", "x-api-key", "content-type"])
+    def authenticate(key: str | None) -> object:  # the facade is the app's, set at start
+        return app.state.ragline.authenticate(key, None, public_ok=True)
+
+    def known(key: str) -> bool:
+        return bool(app.state.ragline.key_known(key))
+
     app.add_middleware(RequestGuard, config=GuardConfig(
         allowed_hosts=settings.allowed_hosts, bound_host=settings.host,
         require_credential_header=settings.require_credential_header,
@@ -340,4 +470,7 @@ def install(app: FastAPI, settings: Settings) -> None:
         path_limits={
             WEBHOOK_PATH: (settings.webhook_max_bytes, "webhook_max_bytes"),
             UPLOAD_PATH: (settings.max_upload_bytes + MULTIPART_SLACK, "max_upload_bytes"),
-        }))
+        },
+        large_body_slots=max(1, settings.worker_threads // 2),
+        keys=KeyCheck(authenticate, known) if settings.auth == "on" else None,
+        signed_paths=frozenset({WEBHOOK_PATH})))

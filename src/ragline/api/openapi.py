@@ -95,7 +95,8 @@ def _statuses(path: str, method: str) -> list[str]:
     out = ["400", "421", "500", "503"]  # the Host guard answers before any route
     if path not in PUBLIC:
         out += ["401", "403"]  # 403: a user key naming another tenant, whatever the route
-    if "{" in path or path in ("/search", "/context", "/lesson"):
+    if "{" in path or path in ("/search", "/context", "/lesson", "/api/chat",
+                               "/api/checklists"):  # these name a collection in the body
         out.append("404")
     if method in ("post", "put", "delete"):
         out += ["403", "413"] + ([] if path.startswith("/v1/") else ["409"])  # /v1 stores nothing

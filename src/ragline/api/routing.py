@@ -21,23 +21,53 @@ the OpenAPI document to keep one entry per operation.
 
 A body that is not JSON at all is refused here (400) before routing: FastAPI
 parses JSON bodies before any dependency runs.
+
+The other server gets exactly the path authorised here (issue 32): each segment
+is decoded once and encoded again, and a segment that is ``.`` or ``..`` (however
+encoded: ``%2e%2e``) or that hides a separator (``%2f``, ``%5c``, a backslash)
+is refused with 400. An HTTP client normalises ``..`` away, so such a path would
+run a different route over there than the one checked here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from urllib.parse import quote, unquote
 
 from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from ragline.api.deps import SERVED_BY, Caller
+from ragline.errors import InvalidInput
 from ragline.facade import Forwarded, Outgoing, Ragline
 
 SERVICE_HELP = ("A connection id (GET /api/connections): another ragline server gets the "
                 "request passed through and its answer is returned unchanged; a store "
                 "connection (pgvector, Qdrant, Chroma) is served by this server on that "
                 "store; absent or 'local': this server's own store.")
+
+
+PATH_SAFE = "!$&'()*+,;=:@~"
+"""Characters a path segment carries unencoded (RFC 3986 ``pchar``, besides letters,
+digits and ``-._``)."""
+
+
+def forwarded_path(raw: str, routed: str) -> str:
+    """The path to pass through: the one routed here (``routed``, decoded), from the
+    ``raw`` path as sent, re-encoded segment by segment; 400 for a dot segment or a
+    separator hidden in a segment."""
+    segments = []
+    for segment in raw.split("/"):
+        decoded = unquote(segment)
+        if decoded in (".", "..") or "/" in decoded or "\\" in decoded:
+            raise InvalidInput("Invalid path for ?service=: '.' and '..' segments and encoded "
+                               "separators (%2e%2e, %2f, %5c) are not passed through")
+        segments.append(quote(decoded, safe=PATH_SAFE))
+    path = "/".join(segments)
+    if unquote(path) != routed:  # what the other server routes is what was checked here
+        raise InvalidInput("Invalid path for ?service=: it does not decode to the path served")
+    return path
 
 
 class PassThrough(Exception):
@@ -58,8 +88,10 @@ async def route_service(request: Request, caller: Caller,
     if served_by is not None:
         setattr(request.state, SERVED_BY, served_by)
         return
-    raw = request.scope.get("raw_path")  # as sent: an id with %2F or %3F stays one segment
-    path = raw.decode("latin-1") if isinstance(raw, bytes) and raw else request.url.path
+    raw = request.scope.get("raw_path")  # as sent: an id with %3F stays one segment
+    routed = request.scope.get("path") or request.url.path  # decoded, as matched here
+    path = forwarded_path(raw.decode("latin-1") if isinstance(raw, bytes) and raw
+                          else routed, routed)
     outgoing = Outgoing(request.method, path, request.query_params.multi_items(),
                         await request.body(), request.headers.get("content-type"),
                         getattr(request.state, "request_id", None))

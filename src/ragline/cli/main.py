@@ -145,6 +145,9 @@ def serve(
         metavar="S", help="Seconds a client has to send its request headers.")] = None,
     body_timeout: Annotated[float | None, typer.Option(
         metavar="S", help="Longest pause in a request body, in seconds.")] = None,
+    request_timeout: Annotated[float | None, typer.Option(
+        metavar="S", help="Seconds a client has to send a whole request (headers and "
+        "body).")] = None,
     allowed_host: Annotated[list[str] | None, typer.Option(
         "--allowed-host", metavar="HOST",
         help="Host name the API answers to (repeat; '*' = any).")] = None,
@@ -167,6 +170,7 @@ def serve(
                               http_max_connections=max_connections,
                               http_header_timeout_s=header_timeout,
                               http_body_timeout_s=body_timeout,
+                              http_request_timeout_s=request_timeout,
                               allowed_hosts=allowed_host or None,
                               cors_origins=cors_origin or None)
     from ragline.observability.logs import configure_logging
@@ -202,6 +206,7 @@ def serve(
         raise typer.Exit(1) from exc
     api = create_app(ragline=rl)
     _banner(rl, host, port, first_key, api)
+    raise_fd_limit(settings.http_max_connections + FD_HEADROOM)  # worker processes inherit it
     if workers > 1:  # the API processes open their own Ragline; this one was the check
         rl.close()
         from ragline.cli.serve_workers import serve_processes
@@ -222,7 +227,9 @@ def uvicorn_config(api: FastAPI, settings: Settings) -> uvicorn.Config:
     log_config=None: uvicorn logs through ours (request ids, JSON); its access log is
     replaced by ragline.access (route templates, request ids). Deadlines and a
     connection cap: a peer that connects and sends nothing (or a byte at a time) must
-    not hold a descriptor forever."""
+    not hold a descriptor forever. No ``limit_concurrency``: at the cap uvicorn would
+    answer 503 to the newcomer, where the protocol closes the connection that waited
+    longest instead (api/http_protocol.py)."""
     import uvicorn
 
     from ragline.api.http_protocol import protocol_class
@@ -231,9 +238,31 @@ def uvicorn_config(api: FastAPI, settings: Settings) -> uvicorn.Config:
                           log_level=settings.log_level, log_config=None, access_log=False,
                           http=protocol_class(settings.http_header_timeout_s,
                                               settings.http_body_timeout_s,
-                                              settings.http_max_connections),
-                          timeout_keep_alive=settings.http_timeout_keep_alive_s,
-                          limit_concurrency=settings.http_max_connections)
+                                              settings.http_max_connections,
+                                              settings.http_request_timeout_s),
+                          timeout_keep_alive=settings.http_timeout_keep_alive_s)
+
+
+FD_HEADROOM = 1024
+"""Descriptors kept for the process's own files (shards, models, catalog) past the
+connection cap."""
+
+
+def raise_fd_limit(need: int) -> int:
+    """Raise the soft limit on open descriptors towards ``need`` (never past the hard
+    limit, never lowering it), so the connection cap is reached before the descriptors
+    run out; returns the soft limit in force."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = need if hard == resource.RLIM_INFINITY else min(need, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            return target
+        except (ValueError, OSError):
+            log.warning("could not raise the open-file limit from %d to %d", soft, target)
+    return soft
 
 
 def _loopback(host: str) -> bool:

@@ -10,11 +10,18 @@ Safety rules, all enforced here so no caller can forget one:
 * the body is read in a stream and abandoned past ``max_bytes``
   (:class:`PayloadTooLarge`), so a huge or endless response cannot fill memory;
 * proxies from the environment are ignored (``trust_env=False``): a proxy
-  would connect on our behalf to an address we never checked.
+  would connect on our behalf to an address we never checked;
+* one total deadline covers the whole fetch, connect, response headers and body,
+  redirects included: a server trickling header lines (which no per-read timeout
+  catches) has its socket shut down at the deadline (:class:`_Deadline`, through
+  httpcore's public ``trace`` extension), so a fetch worker is never held longer.
 """
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import PurePosixPath
@@ -84,10 +91,70 @@ def _parse(url: str | httpx.URL) -> httpx.URL:
     return parsed.copy_with(fragment=None)  # never sent to the server
 
 
-def _send(client: httpx.Client, url: httpx.URL, addresses: list[str]) -> httpx.Response:
+class _Deadline:
+    """The fetch's total deadline, enforced on its sockets.
+
+    httpx's timeouts bound each network wait, so a server sending a header line every
+    few seconds is never timed out. Each connection's socket is registered when it is
+    opened (httpcore's ``trace`` extension reports the new network stream) and, when
+    the deadline passes, shut down: the blocked read returns at once and the fetch
+    fails with "took longer than the total deadline"."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self.at = None if seconds is None else time.monotonic() + seconds
+        self.expired = False
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = None if seconds is None else threading.Timer(seconds, self._expire)
+        if self._timer is not None:
+            self._timer.daemon = True
+            self._timer.start()
+
+    def remaining(self, cap: float) -> float:
+        return cap if self.at is None else max(0.1, min(cap, self.at - time.monotonic()))
+
+    def trace(self, event: str, info: Mapping[str, object]) -> None:
+        """httpcore's trace hook: note each new connection's socket."""
+        if event != "connection.connect_tcp.complete":
+            return
+        stream = info.get("return_value")
+        get_extra = getattr(stream, "get_extra_info", None)
+        sock = get_extra("socket") if get_extra is not None else None
+        if isinstance(sock, socket.socket):
+            with self._lock:
+                self._sockets.append(sock)
+                late = self.expired
+            if late:
+                _shut(sock)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            sockets = list(self._sockets)
+        for sock in sockets:
+            _shut(sock)
+
+    def check(self, url: object) -> None:
+        if self.expired or (self.at is not None and time.monotonic() > self.at):
+            raise InvalidInput(f"fetching {url} took longer than the total deadline; giving up")
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+
+def _shut(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):  # already closed
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+def _send(client: httpx.Client, url: httpx.URL, addresses: list[str],
+          deadline: _Deadline) -> httpx.Response:
     """Open a streamed GET to the first checked address that accepts a connection."""
     headers = {"Host": url.netloc.decode("ascii"), "User-Agent": USER_AGENT}
-    extensions = {"sni_hostname": url.host} if url.scheme == "https" else {}
+    extensions: dict[str, object] = {"trace": deadline.trace}
+    if url.scheme == "https":
+        extensions["sni_hostname"] = url.host
     error: Exception | None = None
     for address in addresses:
         request = client.build_request(
@@ -96,21 +163,18 @@ def _send(client: httpx.Client, url: httpx.URL, addresses: list[str]) -> httpx.R
         try:
             return client.send(request, stream=True)
         except httpx.ConnectError as exc:
+            deadline.check(url)
             error = exc
         except httpx.TimeoutException as exc:
+            deadline.check(url)
             raise InvalidInput(f"timed out fetching {url}") from exc
         except httpx.HTTPError as exc:
+            deadline.check(url)
             raise InvalidInput(f"could not fetch {url} ({exc})") from exc
     raise InvalidInput(f"could not connect to {url.host} ({error})")
 
 
-def _check_deadline(deadline: float | None, url: object) -> None:
-    if deadline is not None and time.monotonic() > deadline:
-        raise InvalidInput(f"fetching {url} took longer than the total deadline; giving up")
-
-
-def _read_capped(response: httpx.Response, max_bytes: int,
-                 deadline: float | None = None) -> bytes:
+def _read_capped(response: httpx.Response, max_bytes: int, deadline: _Deadline) -> bytes:
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > max_bytes:
         raise PayloadTooLarge(f"response is {declared} bytes; the limit is {max_bytes} bytes "
@@ -119,12 +183,14 @@ def _read_capped(response: httpx.Response, max_bytes: int,
     try:
         for piece in response.iter_bytes():
             body += piece
-            _check_deadline(deadline, response.url)  # a byte every few seconds adds up
+            deadline.check(response.url)  # a byte every few seconds adds up
             if len(body) > max_bytes:
                 raise PayloadTooLarge(f"response exceeds the limit of {max_bytes} bytes "
                                       "(setting url_fetch_max_bytes)")
     except httpx.HTTPError as exc:
+        deadline.check(response.url)
         raise InvalidInput(f"could not read {response.url} ({exc})") from exc
+    deadline.check(response.url)  # the socket shut at the deadline can look like an end
     return bytes(body)
 
 
@@ -136,36 +202,38 @@ def _fetch(
     """Follow redirects by hand, checking each hop; return the final URL, headers and body.
 
     ``timeout`` bounds each network wait; ``total_timeout`` the whole fetch,
-    redirects included (a server dripping a byte every few seconds never trips
-    a per-read timeout, issue 10).
+    connect, response headers and body, redirects included (a server dripping a byte
+    every few seconds never trips a per-read timeout, issues 10 and 32).
     """
-    deadline = None if total_timeout is None else time.monotonic() + total_timeout
-    for _ in range(max_redirects + 1):
-        _check_deadline(deadline, url)
-        if deadline is not None:
-            timeout = max(0.1, min(timeout, deadline - time.monotonic()))
-        port = url.port or (443 if url.scheme == "https" else 80)
-        addresses = resolve_checked(
-            url.host, port, allow_private=allow_private, resolver=resolver
-        )
-        with httpx.Client(
-            timeout=timeout, follow_redirects=False, trust_env=False, transport=transport
-        ) as client:
-            response = _send(client, url, addresses)
-            try:
-                location = response.headers.get("location")
-                if response.status_code in REDIRECT_STATUSES and location:
-                    url = _parse(url.join(location))
-                    continue
-                if response.status_code >= 400:
-                    raise InvalidInput(
-                        f"fetching {url} failed with HTTP {response.status_code}",
-                        details={"status": response.status_code},
-                    )
-                return url, response.headers, _read_capped(response, max_bytes, deadline)
-            finally:
-                response.close()
-    raise InvalidInput(f"too many redirects (more than {max_redirects}) fetching the URL")
+    deadline = _Deadline(total_timeout)
+    try:
+        for _ in range(max_redirects + 1):
+            deadline.check(url)
+            port = url.port or (443 if url.scheme == "https" else 80)
+            addresses = resolve_checked(
+                url.host, port, allow_private=allow_private, resolver=resolver
+            )
+            with httpx.Client(
+                timeout=deadline.remaining(timeout), follow_redirects=False, trust_env=False,
+                transport=transport,
+            ) as client:
+                response = _send(client, url, addresses, deadline)
+                try:
+                    location = response.headers.get("location")
+                    if response.status_code in REDIRECT_STATUSES and location:
+                        url = _parse(url.join(location))
+                        continue
+                    if response.status_code >= 400:
+                        raise InvalidInput(
+                            f"fetching {url} failed with HTTP {response.status_code}",
+                            details={"status": response.status_code},
+                        )
+                    return url, response.headers, _read_capped(response, max_bytes, deadline)
+                finally:
+                    response.close()
+        raise InvalidInput(f"too many redirects (more than {max_redirects}) fetching the URL")
+    finally:
+        deadline.cancel()
 
 
 def fetch_url(

@@ -122,6 +122,13 @@ class AuthService:
             self.keys.touch(rec.id)
         return rec
 
+    def known(self, key: str) -> bool:
+        """A key validated within the cache's lifetime: answered from memory, with no
+        catalog read or write (the request guard asks this on the event loop)."""
+        with self._lock:
+            hit = self._cache.get(hash_key(key))
+        return hit is not None and time.monotonic() - hit[1] < CACHE_TTL_S
+
     def resolve(self, key: str | None, tenant: str | None, *, public_ok: bool,
                 role: str | None = None) -> Principal:
         """The caller of a request (see the module docstring). ``role="user"``

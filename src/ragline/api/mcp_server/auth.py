@@ -9,25 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ragline.api.deps import key_from_headers
 from ragline.core.principal import Principal
-from ragline.errors import AuthenticationError
 from ragline.facade import Ragline
 
 TENANT_HEADER = "x-ragline-tenant"
 PRINCIPAL_STATE = "ragline_principal"
 """Key under the ASGI scope's ``state`` where the HTTP transport leaves the caller."""
-
-
-def key_from_headers(headers: Mapping[str, str]) -> str | None:
-    """The key of a request (header names lower-cased); another Authorization scheme is
-    refused rather than ignored, as on the HTTP API."""
-    auth = headers.get("authorization")
-    if auth:
-        scheme, _, token = auth.partition(" ")
-        if scheme.lower() == "bearer" and token.strip():
-            return token.strip()
-        raise AuthenticationError("Unsupported Authorization header: send 'Bearer <key>'")
-    return headers.get("x-api-key", "").strip() or None
 
 
 def resolve_principal(rl: Ragline, headers: Mapping[str, str]) -> Principal:

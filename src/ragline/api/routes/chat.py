@@ -38,14 +38,18 @@ class ChatBody(BaseModel):
 SSE_EXAMPLE = ('event: token\ndata: {"text": "Nodes talk"}\n\n'
                'event: token\ndata: {"text": " over topics."}\n\n'
                'event: done\ndata: {"conversation_id": "c0ffee", "strategy": "rag", ...}\n\n')
+SSE_EVENT: dict[str, Any] = {
+    "type": "object", "description": "One server-sent event: its name and its JSON data.",
+    "properties": {"event": {"type": "string", "enum": ["token", "done", "error"]},
+                   "data": {"type": "string", "description": "A JSON object."}},
+    "required": ["event", "data"]}
 CHAT_RESPONSES: dict[int | str, dict[str, Any]] = {200: {
     **ok(ChatAnswer, description="stream: false: the answer as JSON. stream: true (the "
          "default): text/event-stream of 'token' events, then one 'done' event with the "
          "conversation id, strategy, path, tool, sources and timings ('error' on a "
          "failure after the stream started).")[200],
     "content": {"application/json": {},  # the model's example: api/openapi.py
-                "text/event-stream": {"schema": {"type": "string"},
-                                      "example": SSE_EXAMPLE}}}}
+                "text/event-stream": {"schema": SSE_EVENT, "example": SSE_EXAMPLE}}}}
 
 
 def sse(event: str, data: dict[str, Any]) -> str:
