@@ -266,6 +266,7 @@ TABLE: dict[str, tuple[Call, dict[str, Any]]] = {
 NO_CALLER = {
     "start", "close", "call_sync", "owner", "authenticate", "ensure_admin_key",
     "settle_pending",  # the server's own start-up repair
+    "key_known",  # the request guard's cache probe: no caller before a key is checked
     "format_versions", "providers", "provider_schema", "upload_slot", "stop_work",
     "github_webhook",  # authenticated by its signature; acts in the configured tenant
     "format_prompt", "generate_checklist",  # pure: text in, text out

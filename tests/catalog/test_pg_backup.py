@@ -60,7 +60,8 @@ def test_backup_and_restore_into_an_empty_database(tmp_path: Path, dsn: str) -> 
                                             {"url": "http://q:6333"}, {"api_key": "s3"})
         before = src.search_sync(me, SearchRequest(collection="book", query="soft grippers",
                                                    limit=3)).hits
-        manifest = src.backup(me, tmp_path / "bk")
+        # every row, connection secrets included (they are left out unless asked for)
+        manifest = src.backup(me, tmp_path / "bk", include_secrets=True)
     finally:
         src.close()
     assert manifest["catalog_schema_version"] == SCHEMA_VERSION

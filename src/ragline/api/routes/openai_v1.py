@@ -270,6 +270,14 @@ async def _body(request: Request) -> Any:
         raise bad("The request body is not valid JSON", None) from None
 
 
+SSE_FRAME: dict[str, Any] = {
+    "type": "object", "description": "One server-sent event: its data line, a "
+    "chat.completion.chunk as JSON, or '[DONE]' after the last one.",
+    "properties": {"data": {"type": "string",
+                            "description": "A chat.completion.chunk object, or [DONE]."}},
+    "required": ["data"]}
+
+
 @router.post("/v1/chat/completions", response_model=None, openapi_extra={
     "requestBody": {"required": True, "content": {"application/json": {
         "schema": ChatCompletionBody.model_json_schema(),
@@ -278,7 +286,7 @@ async def _body(request: Request) -> Any:
                      "description": "stream false: a chat.completion. stream true: "
                      "text/event-stream of chat.completion.chunk frames, the last with "
                      "finish_reason 'stop' and the 'ragline' field, then 'data: [DONE]'.",
-                     "content": {"text/event-stream": {"schema": {"type": "string"},
+                     "content": {"text/event-stream": {"schema": SSE_FRAME,
                                                        "example": SSE_EXAMPLE}}},
                **ERRORS})
 async def chat_completions(request: Request, rl: RL, caller: Caller) -> Response:
