@@ -81,19 +81,23 @@ def test_yaml_alias_bomb_is_refused_within_budget(bomb_server: Server) -> None:
     assert len(bomb) < 600
     key = server.user_key()
     with RssWatch(server) as watch, HealthProbe(server.url, every=0.05) as probe:
-        start = time.monotonic()
-        try:
-            r = httpx.post(server.url + "/api/rag/ingest/upload", timeout=30,
-                           headers={"Authorization": f"Bearer {key}"},
-                           files={"documentFile": ("bomb.md", bomb, "text/markdown")})
-            status, text = r.status_code, r.text
-        except httpx.HTTPError as exc:
-            status, text = 0, type(exc).__name__
-        took = time.monotonic() - start
-        time.sleep(1)  # /health keeps answering after the refusal too
+        answers = []
+        for _ in range(3):  # three bombs in a row: each refused, memory never grows
+            start = time.monotonic()
+            try:
+                r = httpx.post(server.url + "/api/rag/ingest/upload", timeout=30,
+                               headers={"Authorization": f"Bearer {key}"},
+                               files={"documentFile": ("bomb.md", bomb, "text/markdown")})
+                status, text = r.status_code, r.text
+            except httpx.HTTPError as exc:
+                status, text = 0, type(exc).__name__
+            answers.append((status, time.monotonic() - start, text[:300]))
+        # /health keeps answering after the refusals too (and the probe gets enough samples
+        # for a p99 however fast the refusals were)
+        time.sleep(2)
     assert not watch.killed, f"RSS passed {RSS_LIMIT} bytes: the server was killed"
     assert watch.peak < RSS_LIMIT
-    assert status == 400 and took < 10, (status, took, text[:300])
+    assert all(status == 400 and took < 10 for status, took, _ in answers), answers
     print(f"\n/health during the attack: {probe.summary()}")
     probe.assert_responsive()
     # nothing was written: the upload's collection holds no source from the bomb
