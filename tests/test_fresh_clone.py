@@ -77,7 +77,10 @@ def served(clone: Path) -> Iterator[tuple[str, Path]]:
 
 def test_make_serve_answers_and_installs_no_torch(served: tuple[str, Path], clone: Path) -> None:
     url, log = served
-    health = httpx.get(url + "/health").json()
+    anonymous = httpx.get(url + "/health").json()  # without a key: status only (issue 32)
+    assert anonymous["status"] == "healthy" and "collections" not in anonymous
+    key = (clone / "data" / "admin-key.txt").read_text().strip()
+    health = httpx.get(url + "/health", headers={"Authorization": f"Bearer {key}"}).json()
     assert health["status"] == "healthy" and health["collections"] == 0
     assert not list((clone / ".venv").glob("lib/python*/site-packages/torch"))
     text = log.read_text()
