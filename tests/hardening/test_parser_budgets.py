@@ -253,6 +253,15 @@ def test_a_pdf_over_the_page_limit_is_refused_before_its_text_is_extracted(
     assert extracted == []
 
 
+def test_a_300_page_book_passes_the_default_budgets() -> None:
+    from ragline.ingest import budgets
+    from ragline.ingest.pdf import parse_pdf
+
+    parsed = parse_pdf(_pdf([f"Page {i}." for i in range(1, 301)]), "book.pdf")
+    assert len(parsed.pages) == 300 and parsed.pages[-1] == (300, "Page 300.")
+    assert budgets.PDF_MAX_PAGES >= 300 and budgets.PDF_MAX_TEXT_CHARS > 300 * 4_000
+
+
 @pytest.mark.parametrize("use_pypdf", [False, True])
 def test_a_pdf_whose_text_passes_the_limit_is_refused(
     monkeypatch: pytest.MonkeyPatch, use_pypdf: bool
