@@ -194,3 +194,122 @@ def test_the_bomb_against_a_real_server_400_fast_small_rss_health_answering(
         assert _rss_peak_mb(srv.proc.pid) - before < 100
     finally:
         srv.stop()
+
+
+# -- HTML and PDF: bounded before the expensive parse --------------------------------------
+def _deep_html(levels: int) -> bytes:
+    return (b"<html><body>" + b"<div>" * levels + b"deep" + b"</div>" * levels
+            + b"</body></html>")
+
+
+def test_deeply_nested_html_is_refused_before_it_is_parsed() -> None:
+    """A million nested <div> (11 MB) took 35 s of a worker and 158 MB; now milliseconds."""
+    from ragline.ingest.html import parse_html
+
+    started = time.perf_counter()
+    with pytest.raises(InvalidInput, match=r"deep\.html: HTML refused: .*HTML_MAX_DEPTH"):
+        parse_html(_deep_html(1_000_000), "deep.html")
+    assert time.perf_counter() - started < 2.0
+    ok = parse_html(_deep_html(100), "fine.html")  # ordinary nesting still parses
+    assert "deep" in ok.text
+
+
+def test_an_html_page_with_too_many_tags_is_refused_and_a_long_real_page_passes() -> None:
+    from ragline.ingest import budgets
+    from ragline.ingest.html import html_to_markdown
+
+    row = "<tr><td><a href='/p'>name</a></td><td><b>2</b><br></td></tr>\n"
+    long_page = "<html><body><h1>Index</h1><table>" + row * 20_000 + "</table></body></html>"
+    budgets.check_html(long_page, "index.html")  # 120,000 tags, 1.2 MB: within the budget
+    with pytest.raises(InvalidInput, match=r"more than 250000 tags \(limit HTML_MAX_TAGS\)"):
+        html_to_markdown("<br>" * 300_000, "https://example.org/wide")
+
+
+def _pdf(pages: list[str]) -> bytes:
+    from tests.ingest.ingest_support import make_pdf
+
+    return make_pdf(pages)
+
+
+def test_a_pdf_over_the_page_limit_is_refused_before_its_text_is_extracted(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragline.ingest import budgets, pdf
+
+    monkeypatch.setattr(budgets, "PDF_MAX_PAGES", 3)
+    extracted: list[int] = []
+    original = pdf._clean  # counts the pages whose text was extracted
+
+    def counting(text: str) -> str:
+        extracted.append(1)
+        return original(text)
+
+    monkeypatch.setattr(pdf, "_clean", counting)
+    assert pdf.parse_pdf(_pdf(["one", "two", "three"]), "ok.pdf").pages[2] == (3, "three")
+    extracted.clear()
+    with pytest.raises(InvalidInput, match=r"big\.pdf: PDF refused: 4 pages \(limit 3, "
+                                           r"PDF_MAX_PAGES\)"):
+        pdf.parse_pdf(_pdf(["a", "b", "c", "d"]), "big.pdf")
+    assert extracted == []
+
+
+def test_a_300_page_book_passes_the_default_budgets() -> None:
+    from ragline.ingest import budgets
+    from ragline.ingest.pdf import parse_pdf
+
+    parsed = parse_pdf(_pdf([f"Page {i}." for i in range(1, 301)]), "book.pdf")
+    assert len(parsed.pages) == 300 and parsed.pages[-1] == (300, "Page 300.")
+    assert budgets.PDF_MAX_PAGES >= 300 and budgets.PDF_MAX_TEXT_CHARS > 300 * 4_000
+
+
+@pytest.mark.parametrize("use_pypdf", [False, True])
+def test_a_pdf_whose_text_passes_the_limit_is_refused(
+    monkeypatch: pytest.MonkeyPatch, use_pypdf: bool
+) -> None:
+    from ragline.ingest import budgets, pdf
+
+    monkeypatch.setattr(budgets, "PDF_MAX_TEXT_CHARS", 1_000)
+    data = _pdf(["word " * 100] * 3)  # ~1,500 characters in all
+    extract = pdf._with_pypdf if use_pypdf else pdf.extract_pdf
+    with pytest.raises(InvalidInput, match=r"PDF_MAX_TEXT_CHARS"):
+        extract(data, "text.pdf")
+
+
+@pytest.fixture
+def client_all_formats(tmp_path: Path) -> Iterator[TestClient]:
+    settings = fake_settings(tmp_path, default_collection="knowledge",
+                             ingest_patterns=["**/*.md", "**/*.html", "**/*.pdf"])
+    with local_client(create_app(settings)) as c:
+        yield c
+
+
+def test_a_deep_html_upload_is_400_naming_the_limit_and_nothing_is_written(
+    client_all_formats: TestClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = client_all_formats
+    r = client.post("/api/rag/ingest/upload",
+                    files={"documentFile": ("deep.html", _deep_html(5_000), "text/html")})
+    assert r.status_code == 400, r.text
+    assert "HTML_MAX_DEPTH" in r.json()["message"]
+    listed = client.get("/collections/knowledge/sources")
+    assert listed.status_code == 404 or listed.json()["total"] == 0
+    # in a directory: a warning naming the file, the rest ingested
+    from ragline.ingest import budgets
+
+    monkeypatch.setattr(budgets, "PDF_MAX_PAGES", 2)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "deep.html").write_bytes(_deep_html(5_000))
+    (tree / "long.pdf").write_bytes(_pdf(["a", "b", "c"]))
+    (tree / "good.md").write_text("# Good\n\nGrippers hold objects.\n")
+    r = client.post("/ingestion/trigger", json={"collection": "knowledge", "path": str(tree)})
+    assert r.status_code == 202, r.text
+    client.app.state.ragline.services.jobs.wait(  # type: ignore[attr-defined]
+        r.json()["job_id"], timeout=60)
+    job = client.get(f"/ingestion/status/{r.json()['job_id']}").json()
+    assert job["status"] == "succeeded", job
+    assert any("deep.html" in w and "HTML_MAX_DEPTH" in w for w in job["warnings"]), job
+    assert any("long.pdf" in w and "PDF_MAX_PAGES" in w for w in job["warnings"]), job
+    sources = client.get("/collections/knowledge/sources").json()["sources"]
+    chunks = {s["source_id"]: s["chunk_count"] for s in sources}
+    assert chunks.get("deep", 0) == 0 and chunks.get("long", 0) == 0 and chunks["good"] >= 1

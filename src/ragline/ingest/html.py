@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from html.parser import HTMLParser
 
+from ragline.ingest.budgets import check_html
 from ragline.ingest.metadata import merge_metadata
 from ragline.ingest.text import decode_bytes
 from ragline.ingest.types import MetadataValue, ParsedContent
@@ -74,8 +75,15 @@ def html_title(html: str) -> str | None:
     return " ".join(html_to_text(m.group(1)).split()) or None
 
 
-def html_to_markdown(html: str, url: str | None = None) -> tuple[str | None, str]:
-    """``(title, markdown)`` of a page's main content, with the fallback described above."""
+def html_to_markdown(
+    html: str, url: str | None = None, *, name: str | None = None
+) -> tuple[str | None, str]:
+    """``(title, markdown)`` of a page's main content, with the fallback described above.
+
+    A page over a budget of :func:`~ragline.ingest.budgets.check_html` (tags, nesting) is
+    refused with :class:`~ragline.errors.InvalidInput` before it is parsed.
+    """
+    check_html(html, name or url or "HTML")
     markdown: str | None = None
     title: str | None = None
     try:
@@ -108,7 +116,7 @@ def parse_html(
     encoding: str | None = None,
 ) -> ParsedContent:
     """An ``.html`` file or fetched page → Markdown text and title."""
-    title, markdown = html_to_markdown(decode_bytes(data, name, encoding))
+    title, markdown = html_to_markdown(decode_bytes(data, name, encoding), name=name)
     return ParsedContent(
         text=markdown,
         source_type="html",

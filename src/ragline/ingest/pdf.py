@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ragline.errors import InvalidInput
+from ragline.ingest.budgets import check_pdf_pages, check_pdf_text
 from ragline.ingest.metadata import merge_metadata
 from ragline.ingest.types import MetadataValue, ParsedContent
 
@@ -50,7 +51,9 @@ def _with_pdfium(data: bytes, name: str) -> _Extracted:
     with _PDFIUM_LOCK:
         pdf = pdfium.PdfDocument(data)
         try:
+            check_pdf_pages(len(pdf), name)
             pages: list[tuple[int, str]] = []
+            chars = 0
             for i in range(len(pdf)):
                 page = pdf[i]
                 textpage = page.get_textpage()
@@ -59,6 +62,8 @@ def _with_pdfium(data: bytes, name: str) -> _Extracted:
                 finally:
                     textpage.close()
                     page.close()
+                chars += len(pages[-1][1])
+                check_pdf_text(chars, name)
             raw_info = pdf.get_metadata_dict(skip_empty=True)
             return _Extracted(pages, len(pdf), {k.lower(): str(v) for k, v in raw_info.items()})
         finally:
@@ -74,7 +79,13 @@ def _with_pypdf(data: bytes, name: str) -> _Extracted:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
             raise InvalidInput(f"{name}: the PDF is encrypted")
-        pages = [(i + 1, _clean(p.extract_text() or "")) for i, p in enumerate(reader.pages)]
+        check_pdf_pages(len(reader.pages), name)
+        pages: list[tuple[int, str]] = []
+        chars = 0
+        for i, page in enumerate(reader.pages):
+            pages.append((i + 1, _clean(page.extract_text() or "")))
+            chars += len(pages[-1][1])
+            check_pdf_text(chars, name)
         meta = reader.metadata
         info: dict[str, str] = {}
         if meta is not None:
@@ -90,9 +101,15 @@ def _with_pypdf(data: bytes, name: str) -> _Extracted:
 
 
 def extract_pdf(data: bytes, name: str) -> _Extracted:
-    """Pages and document info: PDFium first, pypdf when PDFium is missing or refuses."""
+    """Pages and document info: PDFium first, pypdf when PDFium is missing or refuses.
+
+    Within the budgets of :mod:`ragline.ingest.budgets`: the page count is checked
+    before any text is extracted, the extracted characters page by page.
+    """
     try:
         return _with_pdfium(data, name)
+    except InvalidInput:  # over a budget: the other parser would read the same pages
+        raise
     except ImportError:
         log.debug("pypdfium2 is not installed; using pypdf for %s", name)
     except Exception as exc:  # PdfiumError and friends: let the lenient parser try

@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from ragline.catalog.tables import DeliveryRows
+from ragline.core.text import find_unstorable
 from ragline.errors import AuthenticationError, InvalidInput, RaglineError, ServiceUnavailable
 from ragline.settings import Settings, child_process_env
 
@@ -160,15 +161,22 @@ class WebhookService:
             return 200, {"status": "pong"}
         if event != "push":
             return 202, {"status": "ignored", "reason": f"event '{event}' is not handled"}
+        form = headers.get("content-type", "").startswith("application/x-www-form-urlencoded")
         try:
-            if headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
-                payload = json.loads(parse_qs(body.decode()).get("payload", [""])[0])
+            if form:  # strict: percent-encoded bytes that are not UTF-8 are refused too
+                fields = parse_qs(body.decode(), errors="strict")
+                payload = json.loads(fields.get("payload", [""])[0])
             else:
                 payload = json.loads(body)
         except (ValueError, UnicodeDecodeError) as exc:
             raise InvalidInput("webhook body is not valid JSON") from exc
         if not isinstance(payload, dict):
             raise InvalidInput("webhook body must be a JSON object")
+        # A JSON body met the request guard's text check; a form's `payload=` did not.
+        bad = find_unstorable(payload, "payload" if form else "")
+        if bad is not None:
+            raise InvalidInput(f"Invalid request: {bad[0]} holds {bad[1]}, which cannot be "
+                               "stored; send valid Unicode text without NUL characters")
         return 202, self.handle_push(tenant, payload)
 
     def handle_push(self, tenant: str, payload: dict[str, Any]) -> dict[str, Any]:
