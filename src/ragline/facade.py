@@ -63,6 +63,7 @@ from ragline.services.collections import MSG_NOT_EXIST, CollectionService
 from ragline.services.connections import ConnectionService
 from ragline.services.context import ContextService
 from ragline.services.diskspace import DiskGuard
+from ragline.services.diversify import Diversity
 from ragline.services.documents import DocumentInput, DocumentService
 from ragline.services.embedders import EmbedderPool
 from ragline.services.indexing import IndexingService
@@ -262,7 +263,9 @@ class Ragline(AnswersMixin):
             collections, store, embedders, s.rrf_k, s.hybrid_candidates,
             reranker=self._reranker, fusion=s.hybrid_fusion,
             batch=BatchSettings(s.search_max_batch, s.search_max_wait_ms, s.search_workers),
-            overviews=s.search_overviews, overview_window=s.search_overview_window)
+            overviews=s.search_overviews, overview_window=s.search_overview_window,
+            diversity=Diversity(s.search_diversity_per_source, s.search_diversity_asides,
+                                s.search_diversity_window, s.search_aside_sections))
         retrieval.limits = InputLimits.from_settings(s)
         search = SearchService(s, collections, retrieval)
         state = tables.sources

@@ -44,6 +44,18 @@ DEFAULT_CONFIG_FILE = Path("ragline.toml")
 _config_file: ContextVar[Path | None] = ContextVar("ragline_config_file", default=None)
 
 
+ASIDE_SECTIONS: tuple[str, ...] = (
+    "Try With AI", "Exercise", "Exercises", "Checkpoint", "Key Concepts Checkpoint",
+    "Mastery Gate", "Quiz", "Self-Assessment", "Reflect",
+    "Reflection", "Independent Practice", "Hands-On Challenge",
+    "Hands-On Challenges", "Learning Objectives", "Learning Outcomes", "Prerequisites",
+    "Navigation", "Next Steps", "What Comes Next?",
+)
+"""Default section titles (any heading level; a heading that starts with one, like
+"Exercise: Add a camera", counts) of chunks that practise or frame a lesson rather than
+teach it: the default of ``search_aside_sections`` (issue 36)."""
+
+
 def _spec_frontmatter_defaults() -> dict[str, str | int | float | bool]:
     return {"proficiency_level": "A2", "hardware_tier": 1}
 
@@ -276,6 +288,25 @@ class Settings(BaseSettings):
     search_overview_window: int = Field(
         10, ge=1, le=1000, description="How far down a page an overview summarises may "
         "rank and still make the overview yield.")
+    search_diversity_asides: int = Field(
+        0, ge=0, le=100, description="Diversity (issue 36): at most this many aside chunks "
+        "(a section named in search_aside_sections, or an overview page summarising another "
+        "hit's page) in each window of search_diversity_window results while other hits "
+        "remain; a hit over a quota moves to the next window, nothing is dropped. The window "
+        "size or more turns it off. Requests with group_by or mmr are left as asked. "
+        "Measured in BENCHMARKS.md (issue 36).")
+    search_diversity_per_source: int = Field(
+        0, ge=0, le=100, description="At most this many chunks of one source in each window "
+        "of results; 0: no limit (the default: on the book's judged questions a limit of 2 "
+        "or 3 made fewer of the top 5 useful, BENCHMARKS.md issue 36).")
+    search_diversity_window: int = Field(
+        5, ge=1, le=100, description="The window the diversity quotas apply to (the first "
+        "results, then the next as many).")
+    search_aside_sections: list[str] = Field(
+        default_factory=lambda: list(ASIDE_SECTIONS), description="Section titles (any "
+        "heading level; a heading starting with one counts) whose chunks practise or frame a "
+        "lesson rather than teach it: exercises, checkpoints, 'Try With AI', objectives, "
+        "navigation. Metadata aside=true/false on a chunk wins.")
     ingest_context_header: Literal["off", "embed", "text"] = Field(
         "text", description="Contextual chunk headers: 'text' prepends 'Title > Heading' to "
         "each chunk's stored, BM25-indexed and embedded text (lesson and section joins strip "

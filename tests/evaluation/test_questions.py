@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from ragline.evaluation.questions import (
     Report,
     check_thresholds,
     diff,
+    evaluate,
     load_questions,
     matches,
     score,
@@ -177,3 +179,92 @@ def test_command_bad_input_exits_2(data_dir: Path, tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["eval", "questions", str(EXAMPLE), "--collection", "nope",
                                       "--data-dir", str(data_dir)])
     assert result.exit_code == 3  # not found (docs/cli.md)
+
+
+# --- graded relevance (issue 36) ---------------------------------------------------------------
+
+JUDGED = Path(__file__).resolve().parents[1] / "fixtures" / "judged_book_questions.yaml"
+JUDGED_BOOK = Path(__file__).resolve().parents[1] / "fixtures" / "judged_book"
+
+
+def test_graded_relevance_by_source_and_heading_with_caps(tmp_path: Path) -> None:
+    path = tmp_path / "q.yaml"
+    path.write_text(
+        "section_caps: {Try With AI: 0}\n"
+        "questions:\n"
+        "  - id: q1\n    question: how?\n    relevant:\n"
+        "      'a.md#Setup': 2\n      a.md: 1\n      b.md: 1\n"
+        "  - id: q2\n    question: old style?\n    expected: d.md\n")
+    q1, q2 = load_questions(path)
+    assert q1.expected == ["a.md"] and q1.top_grade() == 2  # the sources graded highest
+
+    def meta(source: str, *headings: str) -> dict[str, object]:
+        return {"source_path": source, "heading_path": list(headings)}
+
+    assert q1.grade(meta("a.md", "Setup", "Step 1")) == 2  # the section, at any depth
+    assert q1.grade(meta("a.md", "setup")) == 2  # headings compare case-insensitively
+    assert q1.grade(meta("a.md", "Other")) == 1  # the lesson as a whole
+    assert q1.grade(meta("a.md", "Try With AI", "Prompt 1")) == 0  # capped
+    assert q1.grade(meta("c.md", "Setup")) == 0
+    assert q2.grade(meta("d.md", "Intro")) == 2  # 'expected' alone: its sources grade 2
+    assert q2.grade(meta("d.md", "Try With AI")) == 0  # the file's caps apply to it too
+
+    answers = {
+        "how?": [meta("b.md", "Intro"), meta("a.md", "Setup", "Step 1"),
+                 meta("a.md", "Try With AI"), meta("c.md"), meta("a.md", "Other")],
+        "old style?": [meta("x.md"), meta("y.md")],
+    }
+
+    def searcher(question: str, *_: object) -> list[tuple[str, dict[str, object]]]:
+        return [(f"id{i}", m) for i, m in enumerate(answers[question])]
+
+    report = evaluate(searcher, [q1, q2], "c")
+    r1, r2 = report.questions
+    assert (r1.rank, r1.grades) == (2, [1, 2, 0, 0, 1])
+    # DCG = 1/log2(2) + 2/log2(3) + 1/log2(6); ideal [2, 1, 1]: 2 + 1/log2(3) + 1/log2(4)
+    dcg = 1 + 2 / math.log2(3) + 1 / math.log2(6)
+    assert r1.ndcg == round(dcg / (2 + 1 / math.log2(3) + 0.5), 4) == 0.846
+    assert (r2.rank, r2.grades, r2.ndcg) == (None, [0, 0], 0.0)
+    m = report.metrics
+    assert (m["hit@1"], m["hit@3"], m["mrr"]) == (0.0, 0.5, 0.25)
+    assert (m["ndcg@5"], m["useful@5"]) == (0.423, 0.3)  # useful: 3 of the 10 slots
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("- question: a?\n  relevant: {x.md: 5}\n", "whole number from 0 to 3"),
+        ("- question: a?\n  relevant: [x.md]\n", "'relevant' must map"),
+        ("- question: a?\n  relevant: {x.md: 0}\n", "no expected source"),
+        ("- question: a?\n  relevant: {'#Setup': 2}\n", "names no source"),
+        ("section_caps: [a]\nquestions:\n- question: a?\n  expected: x\n", "section_caps"),
+    ],
+)  # fmt: skip
+def test_bad_judgements_are_refused(tmp_path: Path, content: str, message: str) -> None:
+    path = tmp_path / "q.yaml"
+    path.write_text(content)
+    with pytest.raises(InvalidInput, match=message):
+        load_questions(path)
+
+
+def test_command_reports_ndcg_and_useful_on_a_judged_book(tmp_path: Path) -> None:
+    from ragline.cli.main import app
+
+    settings = fake_settings(tmp_path)
+    rl = Ragline(settings).start()
+    try:
+        rl.services.ingest.run_directory("book", rl.owner().tenant, JUDGED_BOOK)
+    finally:
+        rl.close()
+    result = CliRunner().invoke(app, [
+        "eval", "questions", str(JUDGED), "--collection", "book", "--mode", "sparse",
+        "--data-dir", str(settings.data_dir), "--json"])
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    m = report["metrics"]
+    assert m["questions"] == 3 and m["hit@1"] == 1.0 and m["mrr"] == 1.0
+    assert 0.0 < m["ndcg@5"] <= 1.0 and 0.0 < m["useful@5"] <= 1.0
+    by_id = {q["id"]: q for q in report["questions"]}
+    # the PWM section answers first; every graded hit is in the report's grades
+    assert by_id["pwm"]["grades"][0] == 2 and by_id["smoothing"]["grades"][0] == 2
+    assert "useful" in result.stderr and "ndcg@5" in result.stderr

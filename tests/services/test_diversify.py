@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 
 from ragline.core.types import ScoredRecord
-from ragline.services.diversify import group, group_key, mmr, overview_folder, overviews_yield
+from ragline.services.diversify import (
+    Diversity,
+    group,
+    group_key,
+    mmr,
+    overview_folder,
+    overviews_yield,
+)
 
 
 def hit(i: str, score: float, path: str | None = None, **meta: Any) -> ScoredRecord:
@@ -100,3 +107,58 @@ def test_mmr_respects_a_reordering_that_did_not_rescore() -> None:
     hits = [hit("lesson", 0.8), hit("ov", 0.9), hit("other", 0.1)]
     vecs = np.eye(3, dtype=np.float32)
     assert ids(mmr(hits, vecs, 0.7, 3)) == ["lesson", "ov", "other"]
+
+
+# --- diversity: asides and sources per window (issue 36) ------------------------------------
+
+
+def test_asides_wait_for_the_next_window_while_lesson_hits_remain() -> None:
+    hits = [hit("a1", 0.9, "m/c/01-a.md", heading_path=["Intro"]),
+            hit("try", 0.8, "m/c/01-a.md", heading_path=["Try With AI"]),
+            hit("ov", 0.75, "m/c/README.md"),
+            hit("ex", 0.7, "m/c/02-b.md", heading_path=["Exercise: Add a camera"]),
+            hit("a2", 0.6, "m/c/01-a.md", heading_path=["Motors", "PWM"]),
+            hit("b1", 0.5, "m/c/02-b.md", heading_path=["Sensors"]),
+            hit("b2", 0.4, "m/c/02-b.md", heading_path=["Filters"]),
+            hit("b3", 0.3, "m/c/02-b.md", heading_path=["Filters"])]
+    out = Diversity(window=5).apply(hits)
+    # the first window holds the five lesson hits; the asides follow in their order
+    assert ids(out) == ["a1", "a2", "b1", "b2", "b3", "try", "ov", "ex"]
+    assert ids(Diversity(asides=1, window=5).apply(hits)) == [
+        "a1", "try", "a2", "b1", "b2", "ov", "b3", "ex"]
+    # quotas that cannot bind change nothing
+    assert ids(Diversity(asides=5, window=5).apply(hits)) == ids(hits)
+    # with the overview prior off ('keep'), an overview page is no aside
+    assert ids(Diversity(window=5).apply(hits, overviews=False))[:5] == [
+        "a1", "ov", "a2", "b1", "b2"]
+
+
+def test_an_overview_is_an_aside_only_next_to_a_page_it_summarises() -> None:
+    d = Diversity()
+    lesson = {"source_path": "m/c/01-a.md"}
+    assert d.is_aside({"source_path": "m/c/README.md"}, summarised=[lesson])
+    assert not d.is_aside({"source_path": "m/c/README.md"}, summarised=[])
+    assert not d.is_aside({"source_path": "m/README.md"}, summarised=[{"source_path": "x/1.md"}])
+    assert d.is_aside({"heading_path": ["Guided Practice", "Checkpoint: Your Turn"]})
+    assert not d.is_aside({"heading_path": ["Checkpointing a model"]})
+    assert not d.is_aside({"heading_path": ["Try With AI"], "aside": False})
+    assert Diversity(aside_sections=["Quiz"]).is_aside({"heading_path": ["Quiz"]})
+    assert not Diversity(aside_sections=["Quiz"]).is_aside({"heading_path": ["Try With AI"]})
+
+
+def test_an_overview_ranked_first_is_the_answer_and_keeps_its_chunks() -> None:
+    hits = [hit("ov1", 0.9, "m/c/README.md"), hit("ov2", 0.8, "m/c/README.md"),
+            hit("a1", 0.7, "m/c/01-a.md"), hit("try", 0.6, "m/c/01-a.md",
+                                              heading_path=["Try With AI"]),
+            hit("a2", 0.5, "m/c/01-a.md")]
+    assert ids(Diversity(window=3).apply(hits)) == ["ov1", "ov2", "a1", "a2", "try"]
+
+
+def test_at_most_n_hits_per_source_in_each_window() -> None:
+    hits = [hit(f"a{i}", 1 - i / 10, "a.md") for i in range(4)] + [
+        hit("b0", 0.5, "b.md"), hit("c0", 0.4, "c.md")]
+    out = Diversity(per_source=2, window=4).apply(hits)
+    assert ids(out) == ["a0", "a1", "b0", "c0", "a2", "a3"]
+    # too few other hits: the window is filled in rank order
+    few = hits[:4]
+    assert ids(Diversity(per_source=1, window=3).apply(few)) == ["a0", "a1", "a2", "a3"]

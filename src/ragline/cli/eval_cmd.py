@@ -108,8 +108,9 @@ def questions(
     mmr: Mmr = None,
     group_by: GroupBy = None,
 ) -> None:
-    """Search each question and report hit@1/3/5, MRR and every question's rank (on a
-    server, or the data directory when none runs).
+    """Search each question and report hit@1/3/5, MRR, nDCG@5, useful@5 (share of the top
+    5 graded useful) and every question's rank (on a server, or the data directory when
+    none runs).
 
     Exit code 1 when a --min-* threshold (or --max-regressions) is missed, 2 for bad
     input, 3 for an unknown collection: put retrieval regressions in CI.
@@ -182,9 +183,11 @@ def _print_report(console: Console, report: Any, elapsed: float) -> None:
     console.print(fitted(f"{report.metrics['questions']} questions on "
                          f"{report.config['collection']} (mode={report.config['mode']}) "
                          f"in {elapsed:.1f}s",
-                         ["id", "rank", "source rank", "question", "top source"],
-                         [(q.id, _rank(q.rank), _rank(q.source_rank), q.question[:60],
-                           q.top[0] if q.top else "") for q in report.questions],
+                         ["id", "rank", "source rank", "useful", "question", "top source"],
+                         [(q.id, _rank(q.rank), _rank(q.source_rank),
+                           f"{sum(g >= 1 for g in q.grades)}/{len(q.grades)}",
+                           q.question[:60], q.top[0] if q.top else "")
+                          for q in report.questions],
                          console.width))
     for name, value in report.metrics.items():
         console.print(f"  {name:>14}: {value:.4f}" if isinstance(value, float)

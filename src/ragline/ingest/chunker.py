@@ -14,10 +14,17 @@ How a document becomes chunks:
    the first of a section starts with the last ``overlap * target_tokens`` tokens of
    the previous one (whole sentences when they fill at least half of that,
    else words; never part of a code block or table).
-4. Merging: a chunk under ``min_tokens`` joins a neighbour when the result
-   fits the target: its section's previous chunk if it is a section's tail,
-   else the next chunk (a heading directly followed by a sub-heading joins
-   its first sub-section), else the previous one.
+4. Lead-ins stay with their code: a chunk never ends on a heading or a short
+   caption ("Create `setup.py`:") whose code block opens the next chunk of the
+   section; the lead-in moves to that chunk when it fits (issue 36).
+5. Merging (spec 004 EC-4: chunks under 100 tokens): a chunk under
+   ``min_tokens`` joins a neighbour when the result fits the target: its
+   section's previous chunk if it is a section's tail, else the next chunk (a
+   heading directly followed by a sub-heading joins its first sub-section),
+   else the previous one. A section's tail that cannot join (the previous chunk
+   is too full) takes pieces from the end of the previous chunk instead, so
+   both end up nearer the middle. A merged chunk belongs to the section that
+   gave it the most text (its ``heading_path`` and ``section_id``).
 
 Sizes are measured with the ``count_tokens`` callback, which should count
 content tokens without special tokens (``[CLS]``/``[SEP]``), using the
@@ -48,6 +55,8 @@ from ragline.ingest.types import Chunk, SourceDocument
 
 ROOT_SECTION_ID = "root"
 """``section_id`` of text under no ``##`` heading (the intro, or a whole PDF)."""
+MIN_TOKENS = 100
+"""Spec 004 EC-4: a chunk under 100 tokens is merged with adjacent content."""
 
 _SENTENCE_START = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=\S)")
 _WORD_START = re.compile(r"\s+(?=\S)")
@@ -58,6 +67,11 @@ class _Draft:
     section: int
     body: list[Piece]
     overlap: list[Piece] = field(default_factory=list)
+    parts: dict[int, int] = field(default_factory=dict)
+    """Body tokens per section, once drafts of several sections are merged."""
+
+    def shares(self) -> dict[int, int]:
+        return self.parts or {self.section: sum(p.tokens for p in self.body)}
 
     @property
     def tokens(self) -> int:
@@ -159,12 +173,90 @@ def _pack(
 
 def _merge(first: _Draft, second: _Draft) -> _Draft:
     # second's overlap, if any, repeats the end of first: drop it.
-    section = second.section if first.headings_only else first.section
-    return _Draft(section, first.body + second.body, first.overlap)
+    parts = dict(first.shares())
+    for sec, tokens in second.shares().items():
+        parts[sec] = parts.get(sec, 0) + tokens
+    # a heading-only draft takes the next one's section; else the section that gave the
+    # most text (the first one on a tie)
+    section = (second.section if first.headings_only
+               else max(parts, key=lambda k: (parts[k], -k)))
+    return _Draft(section, first.body + second.body, first.overlap, parts)
 
 
-def _merge_small(drafts: list[_Draft], target: int, minimum: int) -> list[_Draft]:
-    """Join drafts under ``minimum`` tokens to a neighbour when the result fits."""
+_CODE_FENCE = ("```", "~~~")
+
+
+def _is_code(piece: Piece) -> bool:
+    return piece.atomic and piece.text.lstrip().startswith(_CODE_FENCE)
+
+
+def _lead_in(body: list[Piece], caption_tokens: int) -> int:
+    """How many pieces at the end of ``body`` introduce what follows: headings, and a
+    short prose piece (a caption) after them or alone; never the whole body."""
+    n = 0
+    if body and not body[-1].atomic and not body[-1].heading and (
+            body[-1].tokens <= caption_tokens):
+        n = 1
+    while n < len(body) and body[-1 - n].heading:
+        n += 1
+    return n if n < len(body) else 0
+
+
+def _keep_lead_ins(drafts: list[_Draft], target: int, ov: int, count: TokenCounter,
+                   caption_tokens: int) -> list[_Draft]:
+    """Move a draft's closing heading or caption to the next draft of its section when
+    that draft opens with the code it introduces."""
+    for i in range(len(drafts) - 1):
+        a, b = drafts[i], drafts[i + 1]
+        if a.section != b.section or a.parts or b.parts or not b.body or not _is_code(b.body[0]):
+            continue
+        n = _lead_in(a.body, caption_tokens)
+        if not n:
+            continue
+        lead = a.body[-n:]
+        body = lead + b.body
+        if sum(p.tokens for p in body) > target:
+            continue  # the code fills the chunk: no room for its lead-in
+        kept = a.body[:-n]
+        overlap = _overlap(kept, ov, count)
+        if sum(p.tokens for p in overlap + body) > target:
+            overlap = []
+        drafts[i] = _Draft(a.section, kept, a.overlap)
+        drafts[i + 1] = _Draft(b.section, body, overlap)
+    return drafts
+
+
+def _rebalance(prev: _Draft, tail: _Draft, target: int, ov: int,
+               count: TokenCounter) -> tuple[_Draft, _Draft] | None:
+    """``prev`` and its section's small ``tail`` cut again so that the smaller of the
+    two is as large as possible (both within ``target``); None when no cut does better.
+    A cut never separates a lead-in from the code it introduces."""
+    pieces = prev.body + tail.body
+    best: tuple[_Draft, _Draft] | None = None
+    best_min = tail.tokens
+    for cut in range(1, len(pieces)):
+        if _is_code(pieces[cut]) and (pieces[cut - 1].heading or not pieces[cut - 1].atomic):
+            continue
+        first = _Draft(prev.section, pieces[:cut], prev.overlap)
+        if first.tokens > target:
+            break
+        body = pieces[cut:]
+        overlap = _overlap(pieces[:cut], ov, count)
+        second = _Draft(tail.section, body, overlap)
+        if second.tokens > target:
+            second = _Draft(tail.section, body, [])
+        if second.tokens > target:
+            continue
+        low = min(first.tokens, second.tokens)
+        if low > best_min:
+            best, best_min = (first, second), low
+    return best
+
+
+def _merge_small(drafts: list[_Draft], target: int, minimum: int, ov: int = 0,
+                 count: TokenCounter | None = None) -> list[_Draft]:
+    """Join drafts under ``minimum`` tokens to a neighbour when the result fits; a
+    section's tail that fits nowhere is rebalanced with the draft before it."""
     i = 0
     while i < len(drafts):
         draft = drafts[i]
@@ -185,6 +277,10 @@ def _merge_small(drafts: list[_Draft], target: int, minimum: int) -> list[_Draft
                 i = lo
                 break
         else:
+            if tail and count is not None and not drafts[i - 1].parts and not draft.parts:
+                pair = _rebalance(drafts[i - 1], draft, target, ov, count)
+                if pair is not None:
+                    drafts[i - 1 : i + 1] = list(pair)
             i += 1
     return drafts
 
@@ -200,7 +296,8 @@ def chunk_document(
 ) -> list[Chunk]:
     """Cut ``doc`` into chunks as described in the module docstring.
 
-    ``min_tokens`` defaults to a quarter of the target (at least 20).
+    ``min_tokens`` defaults to spec 004's 100 tokens (EC-4), at most half the
+    target. Captions of code are prose pieces up to an eighth of the target.
     ``markdown`` forces or disables header-aware splitting; by default it
     follows ``doc.text_format``. Raises :class:`InvalidInput` for impossible
     settings.
@@ -209,7 +306,7 @@ def chunk_document(
         raise InvalidInput(f"target_tokens must be at least 8, got {target_tokens}")
     if not 0 <= overlap < 0.5:
         raise InvalidInput(f"overlap must be in [0, 0.5), got {overlap}")
-    minimum = max(20, target_tokens // 4) if min_tokens is None else min_tokens
+    minimum = MIN_TOKENS if min_tokens is None else min_tokens
     minimum = min(minimum, target_tokens // 2)
     ov = int(target_tokens * overlap)
     structured = doc.text_format == "markdown" if markdown is None else markdown
@@ -223,7 +320,10 @@ def chunk_document(
         )  # fmt: skip
         if pieces:
             drafts.extend(_pack(index, pieces, target_tokens, ov, count_tokens))
-    drafts = _merge_small(drafts, target_tokens, minimum)
+    if structured:
+        drafts = _keep_lead_ins(drafts, target_tokens, ov, count_tokens,
+                                max(8, target_tokens // 8))
+    drafts = _merge_small(drafts, target_tokens, minimum, ov, count_tokens)
     ids = section_ids(sections)
     chunks: list[Chunk] = []
     for position, draft in enumerate(drafts):

@@ -13,6 +13,16 @@ and returns hits best first.
 * :func:`group` — at most ``size`` hits per group (``"source"``: the document a
   chunk came from); the best hit of each group is the result, the others ride
   along with it.
+* :class:`Diversity` — on by default (issue 36): every window of ``window`` results
+  (the first page, then the next) holds at most ``asides`` *aside* chunks (default
+  none while other hits remain) — a section such as "Try With AI", "Exercises",
+  "Checkpoint" or "Learning Objectives", or an overview page that summarises another
+  hit's page — and, when set, at most ``per_source`` chunks of one source ("host
+  crowding" of web search), so that the exercises and overviews around a lesson do
+  not crowd out the lessons that answer. A hit over a quota waits for the next
+  window; nothing is dropped. An overview page ranked first is what the query asks
+  for: its chunks are no asides. Measured on the book's judged questions
+  (BENCHMARKS.md, issue 36).
 * :func:`mmr` — maximal marginal relevance (Carbonell & Goldstein, 1998): pick
   greedily the hit maximising ``λ·relevance - (1-λ)·max cosine to the hits
   already picked``, relevance being the rank score min-max normalised over the
@@ -24,6 +34,7 @@ and returns hits best first.
 from __future__ import annotations
 
 import posixpath
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from ragline.core.types import ScoredRecord
+from ragline.settings import ASIDE_SECTIONS
 
 OVERVIEW_STEMS = frozenset({"readme", "index", "_index", "overview"})
 """File names (without extension, any case) of pages that summarise their folder."""
@@ -38,6 +50,8 @@ OVERVIEW_KEY = "overview"
 """Metadata key (e.g. from frontmatter) that says yes or no explicitly."""
 SOURCE = "source"
 """``group_by`` value meaning the document a chunk came from."""
+ASIDE_KEY = "aside"
+"""Metadata key (e.g. from frontmatter) that marks a chunk as an aside, or not, explicitly."""
 
 
 def overview_folder(metadata: Mapping[str, Any]) -> str | None:
@@ -123,6 +137,89 @@ def group(hits: Sequence[ScoredRecord], by: str, size: int, limit: int) -> list[
         if len(g.hits) < size:
             g.hits.append(hit)
     return list(groups.values())
+
+
+def _title(text: object) -> str:
+    return " ".join(str(text).split()).lower()
+
+
+@dataclass(slots=True)
+class Diversity:
+    """Quotas per window of results (see the module docstring). ``per_source`` 0 puts no
+    limit on one source; ``asides`` 0 keeps asides out of a window while other hits remain;
+    quotas that cannot bind (``window`` or more) turn the stage off."""
+
+    per_source: int = 0
+    asides: int = 0
+    window: int = 5
+    aside_sections: Sequence[str] = ASIDE_SECTIONS
+    _titles: tuple[str, ...] = field(init=False, default=())
+
+    def __post_init__(self) -> None:
+        self._titles = tuple(_title(t) for t in self.aside_sections if str(t).strip())
+
+    @property
+    def enabled(self) -> bool:
+        return 0 < self.per_source < self.window or self.asides < self.window
+
+    def is_aside(self, metadata: Mapping[str, Any], overviews: bool = True,
+                 summarised: Sequence[Mapping[str, Any]] = ()) -> bool:
+        """A chunk under an aside section, or an overview page (when ``overviews``) that
+        summarises one of the ``summarised`` hits' pages (an overview of a folder with
+        nothing else among the results *is* the answer); ``metadata.aside`` (true/false)
+        wins."""
+        flag = metadata.get(ASIDE_KEY)
+        if isinstance(flag, bool):
+            return flag
+        folder = overview_folder(metadata) if overviews else None
+        if folder is not None and any(_summarised_by(m, folder) for m in summarised):
+            return True
+        path = metadata.get("heading_path")
+        if not isinstance(path, list):
+            return False
+        for heading in path:
+            title = _title(heading)
+            for t in self._titles:
+                if title == t or (title.startswith(t) and title[len(t)] in " :(-"):
+                    return True
+        return False
+
+    def apply(self, hits: Sequence[ScoredRecord], overviews: bool = True) -> list[ScoredRecord]:
+        """``hits`` (best first) re-ordered window by window: each window takes the best
+        remaining hits within the quotas, then fills any free places in rank order."""
+        if not self.enabled or len(hits) <= 1:
+            return list(hits)
+        rest = list(hits)
+        metas = [h.metadata for h in rest]
+        aside = {id(h): self.is_aside(h.metadata, overviews, metas) for h in rest}
+        # the best hit is an overview page: the query asks for it; its chunks are no asides
+        if aside[id(rest[0])] and overview_folder(rest[0].metadata) is not None:
+            first = group_key(rest[0], SOURCE)
+            aside = {k: v and group_key(h, SOURCE) != first
+                     for h in rest for k, v in ((id(h), aside[id(h)]),)}
+        out: list[ScoredRecord] = []
+        while rest:
+            page: list[ScoredRecord] = []
+            waiting: list[ScoredRecord] = []
+            sources: Counter[str] = Counter()
+            asides = 0
+            for h in rest:
+                if len(page) >= self.window:
+                    waiting.append(h)
+                    continue
+                src = group_key(h, SOURCE)
+                if (0 < self.per_source <= sources[src]
+                        or (aside[id(h)] and asides >= self.asides)):
+                    waiting.append(h)
+                    continue
+                page.append(h)
+                sources[src] += 1
+                asides += aside[id(h)]
+            while len(page) < self.window and waiting:  # too few hits within the quotas
+                page.append(waiting.pop(0))
+            out.extend(page)
+            rest = waiting
+        return out
 
 
 def mmr(hits: Sequence[ScoredRecord], vectors: np.ndarray, lam: float,

@@ -23,11 +23,13 @@ from ragline.services.embedders import EmbedderPool
 from ragline.services.ingest_pipeline import Target
 from ragline.settings import Settings
 
-CHUNKER_VERSION = "2"
+CHUNKER_VERSION = "3"
 """Part of every source's fingerprint: bump it when chunking changes.
 2: structure from markdown-it-py (setext headings, indented ATX headings,
 pipe-less tables); ordinary documents give the same chunks, so a re-chunk
-reuses their vectors."""
+reuses their vectors.
+3: chunks under 100 tokens merged (spec 004 EC-4), captions kept with their code,
+merged chunks filed under their largest section (issue 36)."""
 CONTEXT_HEADER_KEY = "context_header"
 """Collection metadata key overriding ``settings.ingest_context_header``."""
 CONTEXT_HEADERS = ("off", "embed", "text")

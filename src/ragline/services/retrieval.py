@@ -29,7 +29,7 @@ from ragline.observability import metrics
 from ragline.providers.stores.base import VectorStore
 from ragline.services.boosts import BoostConfig, apply_boosts, merge_boost_config
 from ragline.services.collections import CollectionService
-from ragline.services.diversify import group, mmr, overviews_yield
+from ragline.services.diversify import Diversity, group, mmr, overviews_yield
 from ragline.services.embedders import EmbedderPool
 from ragline.services.validation import (
     InputLimits,
@@ -145,8 +145,9 @@ class RetrievalService:
                  embedders: EmbedderPool, rrf_k: int, candidates: int,
                  reranker: Callable[[], Any] = lambda: None, fusion: Fusion = "dbsf",
                  batch: BatchSettings | None = None, overviews: Overviews = "yield",
-                 overview_window: int = 10) -> None:
+                 overview_window: int = 10, diversity: Diversity | None = None) -> None:
         self.fusion = fusion
+        self.diversity = diversity if diversity is not None else Diversity(per_source=0)
         self.overviews = overviews
         self.overview_window = overview_window
         self.limits = InputLimits()  # the facade sets the configured ones
@@ -251,6 +252,8 @@ class RetrievalService:
             depth, later = max(depth, q.rerank_candidates), True
         if plan.overviews:
             depth, later = max(depth, self.overview_window), True
+        if self._diversify(q):  # replacements for the hits over a window's quota
+            depth, later = max(depth, min(1000, q.limit + 2 * self.diversity.window)), True
         if q.group_by or q.mmr is not None:  # enough candidates to fill ``limit`` groups
             depth = max(depth, min(1000, max(4 * q.limit * q.group_size, q.limit + 50)))
             later = True
@@ -322,11 +325,21 @@ class RetrievalService:
             if [h.id for h in moved] != [h.id for h in hits]:
                 plan.stages.append("overviews")
             hits = moved
+        if self._diversify(q) and hits:
+            shaped = self.diversity.apply(hits, overviews=plan.overviews)
+            if [h.id for h in shaped] != [h.id for h in hits]:
+                plan.stages.append("diversity")
+            hits = shaped
         if q.score_threshold is not None:
             hits = [h for h in hits if h.score >= q.score_threshold]
         if q.relevance_threshold is not None:
             hits = [h for h in hits if self._relevance(plan, h) >= q.relevance_threshold]
         return self._shape(q, plan, hits)
+
+    def _diversify(self, q: SearchQuery) -> bool:
+        """Source diversity by default; a request that shapes its results itself
+        (``group_by``, ``mmr``) gets exactly what it asked for."""
+        return self.diversity.enabled and not q.group_by and q.mmr is None
 
     def _relevance(self, plan: _Plan, hit: ScoredRecord) -> float:
         if plan.vector is None or hit.embedding is None:
