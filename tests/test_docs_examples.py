@@ -330,6 +330,18 @@ def test_evaluation_questions(tmp_path: Path) -> None:
     assert "hit@1" in text or "hit1" in text or "mrr" in text, text[:500]
 
 
+def test_evaluation_judged_questions(tmp_path: Path) -> None:
+    """The judged fixture book: graded relevance gives nDCG@5 and useful@5 (issue 36)."""
+    need_model()
+    (block,) = runs("docs/evaluation.md", "test_evaluation_judged_questions")
+    code = (block.code.replace("/tmp/judged", str(tmp_path / "judged"))
+            .replace("--output judged.json", f"--output {tmp_path / 'judged.json'}"))
+    sh(code, ROOT, timeout=600)
+    metrics = json.loads((tmp_path / "judged.json").read_text())["metrics"]
+    assert metrics["questions"] == 3 and metrics["hit@5"] == 1.0
+    assert 0 < metrics["ndcg@5"] <= 1 and 0 < metrics["useful@5"] <= 1
+
+
 def test_ingestion_building_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     """docs/ingestion.md's first example, verbatim from the repository root: discover,
     load, chunk, ids."""

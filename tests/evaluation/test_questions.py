@@ -206,6 +206,9 @@ def test_graded_relevance_by_source_and_heading_with_caps(tmp_path: Path) -> Non
     assert q1.grade(meta("a.md", "Other")) == 1  # the lesson as a whole
     assert q1.grade(meta("a.md", "Try With AI", "Prompt 1")) == 0  # capped
     assert q1.grade(meta("c.md", "Setup")) == 0
+    # a merged chunk filed under another section still carries Setup in heading_paths
+    merged = {**meta("a.md", "Intro"), "heading_paths": ["Intro", "Setup > Step 2"]}
+    assert q1.grade(merged) == 2
     assert q2.grade(meta("d.md", "Intro")) == 2  # 'expected' alone: its sources grade 2
     assert q2.grade(meta("d.md", "Try With AI")) == 0  # the file's caps apply to it too
 

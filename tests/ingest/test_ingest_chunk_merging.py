@@ -31,6 +31,11 @@ def test_chunks_under_100_tokens_join_their_neighbours() -> None:
     # with the motor node, so neither chunk is filed under an exercise-type heading
     assert [c.heading_path for c in chunks] == [["Speed control with PWM"],
                                                 ["A first motor node"]]
+    # and lists every section it covers, so graded questions still find "Why a motor driver"
+    assert chunks[0].heading_paths == [[], ["Learning Objectives"], ["Why a motor driver"],
+                                       ["Speed control with PWM"]]
+    assert chunks[1].heading_paths == [["A first motor node"], ["Try With AI"], ["Exercises"]]
+    assert all(c.heading_paths == [] for c in unmerged)
     # the minimum is at most half the target: small targets still merge what fits
     small = chunk_document(load_file(BOOK / SENSORS, BOOK), words, target_tokens=60)
     assert [c.token_count for c in small] == [60, 48, 28]

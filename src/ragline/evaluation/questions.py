@@ -79,13 +79,17 @@ class Question:
         source's), a source-wide one capped by ``caps``; 0 when none matches."""
         path = metadata.get("heading_path")
         headings = tuple(_norm(h) for h in path) if isinstance(path, list) else ()
+        # a merged chunk lists every section it covers (``heading_paths``)
+        covered = [headings] + [tuple(_norm(h) for h in p.split(" > "))
+                                for p in metadata.get("heading_paths") or []
+                                if isinstance(p, str)]
         specific: int | None = None
         broad: int | None = None
         for j in self.judgements():
             if not matches(j.source, metadata):
                 continue
             if j.heading:
-                if headings[: len(j.heading)] == j.heading:
+                if any(c[: len(j.heading)] == j.heading for c in covered):
                     specific = max(specific or 0, j.grade)
             else:
                 broad = max(broad or 0, j.grade)

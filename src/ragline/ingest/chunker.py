@@ -329,6 +329,7 @@ def chunk_document(
     for position, draft in enumerate(drafts):
         text = draft.text()
         section = sections[draft.section]
+        covered = sorted(draft.shares())
         chunks.append(
             Chunk(
                 text=text,
@@ -339,6 +340,8 @@ def chunk_document(
                 token_count=count_tokens(text),
                 content_hash=content_hash(text),
                 page_number=(draft.overlap + draft.body)[0].page,
+                heading_paths=[list(sections[k].heading_path) for k in covered]
+                if len(covered) > 1 else [],
             )
         )
     return chunks

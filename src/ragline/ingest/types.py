@@ -83,3 +83,6 @@ class Chunk:
     token_count: int
     content_hash: str
     page_number: int | None = None
+    heading_paths: list[list[str]] = field(default_factory=list)
+    """Every section the chunk covers, in reading order, when that is more than one
+    (small sections merged, spec 004 EC-4); empty otherwise."""

@@ -229,6 +229,8 @@ class Pipeline:
                 })
                 if chunk.page_number is not None:
                     meta["page_number"] = chunk.page_number
+                if chunk.heading_paths:  # a merged chunk's sections (issue 36)
+                    meta["heading_paths"] = [" > ".join(p) for p in chunk.heading_paths]
                 if not isinstance(meta.get("book_id"), str | int) or meta["book_id"] == "":
                     meta["book_id"] = t.book_id or t.info.name  # frontmatter's wins
                 text = embed_text = chunk.text
