@@ -162,3 +162,13 @@ def test_at_most_n_hits_per_source_in_each_window() -> None:
     # too few other hits: the window is filled in rank order
     few = hits[:4]
     assert ids(Diversity(per_source=1, window=3).apply(few)) == ["a0", "a1", "a2", "a3"]
+
+
+def test_past_the_limit_the_rest_keeps_its_order() -> None:
+    hits = [hit("try", 0.9, "a.md", heading_path=["Try With AI"])] + [
+        hit(f"a{i}", 0.8 - i / 100, "a.md") for i in range(6)] + [
+        hit("ex", 0.1, "b.md", heading_path=["Exercises"]), hit("b", 0.05, "b.md")]
+    full = Diversity(window=2).apply(hits)
+    assert ids(full) == ["a0", "a1", "a2", "a3", "a4", "a5", "b", "try", "ex"]
+    assert ids(Diversity(window=2).apply(hits, limit=2)) == [
+        "a0", "a1", "try", "a2", "a3", "a4", "a5", "ex", "b"]

@@ -184,9 +184,11 @@ class Diversity:
                     return True
         return False
 
-    def apply(self, hits: Sequence[ScoredRecord], overviews: bool = True) -> list[ScoredRecord]:
+    def apply(self, hits: Sequence[ScoredRecord], overviews: bool = True,
+              limit: int | None = None) -> list[ScoredRecord]:
         """``hits`` (best first) re-ordered window by window: each window takes the best
-        remaining hits within the quotas, then fills any free places in rank order."""
+        remaining hits within the quotas, then fills any free places in rank order. Past
+        ``limit`` results the rest keep their order."""
         if not self.enabled or len(hits) <= 1:
             return list(hits)
         rest = list(hits)
@@ -195,10 +197,9 @@ class Diversity:
         # the best hit is an overview page: the query asks for it; its chunks are no asides
         if aside[id(rest[0])] and overview_folder(rest[0].metadata) is not None:
             first = group_key(rest[0], SOURCE)
-            aside = {k: v and group_key(h, SOURCE) != first
-                     for h in rest for k, v in ((id(h), aside[id(h)]),)}
+            aside = {id(h): aside[id(h)] and group_key(h, SOURCE) != first for h in rest}
         out: list[ScoredRecord] = []
-        while rest:
+        while rest and (limit is None or len(out) < limit):
             page: list[ScoredRecord] = []
             waiting: list[ScoredRecord] = []
             sources: Counter[str] = Counter()
@@ -219,7 +220,7 @@ class Diversity:
                 page.append(waiting.pop(0))
             out.extend(page)
             rest = waiting
-        return out
+        return out + rest
 
 
 def mmr(hits: Sequence[ScoredRecord], vectors: np.ndarray, lam: float,

@@ -326,7 +326,7 @@ class RetrievalService:
                 plan.stages.append("overviews")
             hits = moved
         if self._diversify(q) and hits:
-            shaped = self.diversity.apply(hits, overviews=plan.overviews)
+            shaped = self.diversity.apply(hits, overviews=plan.overviews, limit=q.limit)
             if [h.id for h in shaped] != [h.id for h in hits]:
                 plan.stages.append("diversity")
             hits = shaped
