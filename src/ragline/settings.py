@@ -227,6 +227,19 @@ class Settings(BaseSettings):
 
     # --- ingestion ---------------------------------------------------------
     max_upload_bytes: int = 20 * 1024 * 1024
+    html_max_tags: int = Field(
+        250_000, ge=1, description="Start tags in one HTML page (upload, fetched URL, file of "
+        "a directory ingestion), counted before it is parsed; over it the page is refused "
+        "(400 naming this setting, a warning in a job).")
+    html_max_depth: int = Field(
+        512, ge=1, description="Elements of one HTML page open inside one another, estimated "
+        "before it is parsed; deeper pages are refused like the above.")
+    pdf_max_pages: int = Field(
+        5_000, ge=1, description="Pages of one PDF, read before any text is extracted; "
+        "longer PDFs are refused like the above.")
+    pdf_max_text_chars: int = Field(
+        32 * 1024 * 1024, ge=1, description="Characters of text extracted from one PDF, "
+        "counted page by page; past it the PDF is refused like the above.")
     allow_private_urls: bool = False
     github_webhook_secret: SecretStr | None = None
     github_repo_path: Path | None = None
