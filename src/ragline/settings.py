@@ -377,6 +377,10 @@ class Settings(BaseSettings):
     llm_json_mode: bool = Field(
         True, description="Ask for response_format=json_object on JSON calls (tool decision, "
         "checklists); turn off for servers that reject it.")
+    llm_max_response_bytes: int | None = Field(
+        None, ge=1024, description="Largest chat answer read, in bytes (a streamed answer "
+        "counted whole); past it the call fails (502). Unset: the provider's default (16 MiB "
+        "for 'openai').")
     rag_relevance_threshold: float = Field(
         0.75, ge=0.0, le=1.0, description="Spec 001's RAG_RELEVANCE_THRESHOLD (read too, "
         "RAGLINE_RAG_RELEVANCE_THRESHOLD winning): the top document's relevance (0.5 + "
