@@ -352,6 +352,22 @@ def test_a_lowered_setting_refuses_an_upload_with_a_400_naming_it_nothing_writte
     assert jobs == []
 
 
+def test_a_lowered_setting_refuses_a_fetched_page_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragline.testing.server import serve_handler, static_page
+
+    monkeypatch.setenv("RAGLINE_HTML_MAX_DEPTH", "40")
+    settings = fake_settings(tmp_path, default_collection="knowledge", allow_private_urls=True)
+    with serve_handler(static_page(OVER["deep.html"][0])) as url, \
+            local_client(create_app(settings)) as client:
+        r = client.post("/api/rag/ingest/url", json={"url": f"{url}/deep.html"})
+        assert r.status_code == 400, r.text
+        assert "deeper than 40 levels (setting html_max_depth)" in r.json()["message"]
+        listed = client.get("/collections/knowledge/sources")
+        assert listed.status_code == 404 or listed.json()["total"] == 0
+
+
 def test_the_same_uploads_pass_the_default_settings(client_all_formats: TestClient) -> None:
     for name, (data, _) in sorted(OVER.items()):
         kind = "text/html" if name.endswith(".html") else "application/pdf"
