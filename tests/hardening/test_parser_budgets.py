@@ -419,3 +419,34 @@ def test_a_deep_html_upload_is_400_naming_the_limit_at_the_default_settings(
     assert "(setting html_max_depth)" in r.json()["message"]
     listed = client_all_formats.get("/collections/knowledge/sources")
     assert listed.status_code == 404 or listed.json()["total"] == 0
+
+
+# -- multipart parts and Markdown structure ------------------------------------------------
+@pytest.mark.parametrize("files,data,what", [
+    ([("documentFile", ("a.md", b"# A\n\nOne.", "text/markdown")),
+      ("documentFile", ("b.md", b"# B\n\nTwo.", "text/markdown"))], {}, "files"),
+    ([("documentFile", ("a.md", b"# A\n\nOne.", "text/markdown"))],
+     {f"f{i}": "x" for i in range(11)}, "fields"),
+    ([("documentFile", ("a.md", b"# A\n\nOne.", "text/markdown"))],
+     {"note": "x" * (1024 * 1024 + 1)}, "part"),
+])
+def test_multipart_parts_are_bounded_400_and_nothing_written(
+    client_all_formats: TestClient, files: Any, data: dict[str, str], what: str
+) -> None:
+    """One file, at most 10 fields, a non-file field of at most 1 MiB (Starlette's form
+    limits, set in api/routes/rag_ingest.py): past any of them a 400, nothing written."""
+    r = client_all_formats.post("/api/rag/ingest/upload", files=files, data=data)
+    assert r.status_code == 400, r.text
+    assert what in r.json()["message"].lower(), r.text
+    listed = client_all_formats.get("/collections/knowledge/sources")
+    assert listed.status_code == 404 or listed.json()["total"] == 0
+
+
+def test_markdown_nesting_is_bounded_by_the_parser() -> None:
+    """markdown-it stops nesting at 20 levels: 100,000 '>' (a quote in a quote ...) and
+    as many nested list markers parse fast into one flat text."""
+    for body in ("> " * 100_000 + "deep", "- " * 100_000 + "deep"):
+        started = time.perf_counter()
+        parsed = parse_markdown(f"# T\n\n{body}\n".encode(), "deep.md")
+        assert time.perf_counter() - started < 5.0
+        assert "deep" in parsed.text
