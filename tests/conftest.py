@@ -27,6 +27,7 @@ os.environ["RAGLINE_AUTH"] = "off"
 
 from ragline.api.app import create_app
 from ragline.settings import Settings
+from tests.api.helpers import Keyed, keyed_client
 
 # The ingestion fixtures (``book``, ``rl``, ``few_payload_indexes``) for every test module.
 pytest_plugins = ("tests.ingestion_support",)
@@ -113,3 +114,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.outcome = "skipped"
         report.longrepr = (str(item.path), item.location[1] or 0,
                            f"Skipped: needs {exc.name} (reference models: make install-dev)")
+
+
+@pytest.fixture
+def keyed(tmp_path: Path) -> Iterator[Keyed]:
+    """A real app with auth on and three keys (an admin, users alice and bob): see
+    :class:`tests.api.helpers.Keyed`."""
+    from tests.ingestion_support import fake_settings
+
+    with keyed_client(create_app(fake_settings(tmp_path, auth="on"))) as k:
+        yield k

@@ -239,6 +239,19 @@ class Settings(BaseSettings):
 
     # --- ingestion ---------------------------------------------------------
     max_upload_bytes: int = 20 * 1024 * 1024
+    html_max_tags: int = Field(
+        250_000, ge=1, description="Start tags in one HTML page (upload, fetched URL, file of "
+        "a directory ingestion), counted before it is parsed; over it the page is refused "
+        "(400 naming this setting, a warning in a job).")
+    html_max_depth: int = Field(
+        512, ge=1, description="Elements of one HTML page open inside one another, estimated "
+        "before it is parsed; deeper pages are refused like the above.")
+    pdf_max_pages: int = Field(
+        5_000, ge=1, description="Pages of one PDF, read before any text is extracted; "
+        "longer PDFs are refused like the above.")
+    pdf_max_text_chars: int = Field(
+        32 * 1024 * 1024, ge=1, description="Characters of text extracted from one PDF, "
+        "counted page by page; past it the PDF is refused like the above.")
     allow_private_urls: bool = False
     github_webhook_secret: SecretStr | None = None
     github_repo_path: Path | None = None
@@ -395,6 +408,10 @@ class Settings(BaseSettings):
     llm_json_mode: bool = Field(
         True, description="Ask for response_format=json_object on JSON calls (tool decision, "
         "checklists); turn off for servers that reject it.")
+    llm_max_response_bytes: int | None = Field(
+        None, ge=1024, description="Largest chat answer read, in bytes (a streamed answer "
+        "counted whole); past it the call fails (502). Unset: the provider's default (16 MiB "
+        "for 'openai').")
     rag_relevance_threshold: float = Field(
         0.75, ge=0.0, le=1.0, description="Spec 001's RAG_RELEVANCE_THRESHOLD (read too, "
         "RAGLINE_RAG_RELEVANCE_THRESHOLD winning): the top document's relevance (0.5 + "

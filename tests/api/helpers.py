@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -49,3 +51,44 @@ def rerank_app(cross_encoder: Any) -> FastAPI:
     rl.services.reranker = cross_encoder
     app.state.ragline = rl
     return app
+
+
+class Keyed:
+    """A client of a server with auth on, holding a key each for an admin of the default
+    tenant (``admin``) and two users (``alice``, ``bob``): requests name who sends them."""
+
+    def __init__(self, client: TestClient, keys: dict[str, str]) -> None:
+        self.c = client
+        self.keys = keys
+
+    def h(self, who: str | None, **extra: str) -> dict[str, str]:
+        """``who``'s key header (none for ``None``) and ``extra`` headers."""
+        return ({"Authorization": f"Bearer {self.keys[who]}"} if who else {}) | extra
+
+    def call(self, who: str | None, method: str, url: str, body: Any = None,
+             **extra: str) -> Any:
+        return self.c.request(method, url, json=body, headers=self.h(who, **extra))
+
+    def get(self, who: str | None, url: str, **kw: Any) -> Any:
+        return self.c.get(url, headers=self.h(who), **kw)
+
+    def post(self, who: str | None, url: str, body: Any = None, **extra: str) -> Any:
+        return self.call(who, "POST", url, body, **extra)
+
+    def json(self, who: str | None, url: str) -> Any:
+        """The body of a GET that must answer 200."""
+        r = self.get(who, url)
+        assert r.status_code == 200, r.text
+        return r.json()
+
+
+@contextmanager
+def keyed_client(app: FastAPI) -> Iterator[Keyed]:
+    """``app`` (a server with auth on) under a TestClient, with the three keys of
+    :class:`Keyed` created by its owner."""
+    with TestClient(app, base_url="http://localhost") as c:
+        rl: Ragline = c.app.state.ragline  # type: ignore[attr-defined]
+        me = rl.owner()
+        yield Keyed(c, {"admin": rl.create_key(me, "admin", "default", "ops")[1],
+                        "alice": rl.create_key(me, "user", "alice")[1],
+                        "bob": rl.create_key(me, "user", "bob")[1]})

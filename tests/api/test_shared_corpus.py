@@ -19,27 +19,17 @@ from ragline.api.app import create_app
 from ragline.facade import Ragline
 from ragline.testing.cross_encoder import tiny_cross_encoder_dir
 from ragline.testing.scripted_llm import ScriptedChatModel
+from tests.api.helpers import Keyed, keyed_client
 from tests.ingestion_support import fake_settings
 
 SHARED = {"X-Ragline-Tenant": "*"}
 BOOK = "# Grippers\n\nThe shared book explains gripper torque calibration in detail.\n"
 
 
-class World:
-    def __init__(self, client: TestClient, keys: dict[str, str], llm: ScriptedChatModel
-                 ) -> None:
-        self.c = client
-        self.keys = keys
+class World(Keyed):
+    def __init__(self, keyed: Keyed, llm: ScriptedChatModel) -> None:
+        super().__init__(keyed.c, keyed.keys)
         self.llm = llm
-
-    def h(self, who: str, **extra: str) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.keys[who]}", **extra}
-
-    def get(self, who: str, url: str, **kw: Any) -> Any:
-        return self.c.get(url, headers=self.h(who), **kw)
-
-    def post(self, who: str, url: str, body: Any = None, **extra: str) -> Any:
-        return self.c.post(url, json=body, headers=self.h(who, **extra))
 
     def ids(self, who: str, **params: str) -> set[str]:
         r = self.get(who, "/collections/kb/documents", params={"limit": "1000", **params})
@@ -54,12 +44,8 @@ def world(tmp_path: Path) -> Iterator[World]:
     llm = ScriptedChatModel()
     rl = Ragline(settings, llm=llm).start()
     try:
-        with TestClient(create_app(ragline=rl), base_url="http://localhost") as c:
-            me = rl.owner()
-            keys = {"admin": rl.create_key(me, "admin", "default", "ops")[1],
-                    "alice": rl.create_key(me, "user", "alice")[1],
-                    "bob": rl.create_key(me, "user", "bob")[1]}
-            w = World(c, keys, llm)
+        with keyed_client(create_app(ragline=rl)) as keyed:
+            w = World(keyed, llm)
             assert w.post("admin", "/collections", {"name": "kb", "embed": {"provider": "fake"}}
                           ).status_code == 201
             # the admin publishes: a document and an ingested text, to tenant '*'

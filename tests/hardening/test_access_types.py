@@ -3,66 +3,42 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
 
-from ragline.api.app import create_app
 from ragline.facade import Ragline
-from tests.ingestion_support import fake_settings
+from tests.api.helpers import Keyed
 
 
-class Keys:
-    def __init__(self, client: TestClient, keys: dict[str, str]) -> None:
-        self.c, self.keys = client, keys
-
-    def call(self, who: str, method: str, url: str, body: Any = None) -> Any:
-        return self.c.request(method, url, json=body,
-                              headers={"Authorization": f"Bearer {self.keys[who]}"})
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[Keys]:
-    settings = fake_settings(tmp_path, auth="on")
-    with TestClient(create_app(settings), base_url="http://localhost") as c:
-        rl: Ragline = c.app.state.ragline  # type: ignore[attr-defined]
-        me = rl.owner()
-        yield Keys(c, {"admin": rl.create_key(me, "admin", "default", "ops")[1],
-                       "alice": rl.create_key(me, "user", "alice")[1],
-                       "bob": rl.create_key(me, "user", "bob")[1]})
-
-
-def names(w: Keys, who: str) -> list[str]:
+def names(w: Keyed, who: str) -> list[str]:
     return [c["name"] for c in w.call(who, "GET", "/collections").json()["collections"]]
 
 
 @pytest.mark.parametrize("tenants", ["alice", {"alice": True}, [1], ["alice", None], [""], 7])
-def test_tenants_must_be_a_list_of_names(world: Keys, tenants: Any) -> None:
-    r = world.call("admin", "POST", "/collections", {"name": "kb",
+def test_tenants_must_be_a_list_of_names(keyed: Keyed, tenants: Any) -> None:
+    r = keyed.call("admin", "POST", "/collections", {"name": "kb",
                                                      "metadata": {"tenants": tenants}})
     assert r.status_code == 400, r.text
     assert "'tenants' must be a list of tenant names" in r.json()["message"]
-    assert names(world, "admin") == []  # nothing created
-    assert world.call("admin", "POST", "/collections", {
+    assert names(keyed, "admin") == []  # nothing created
+    assert keyed.call("admin", "POST", "/collections", {
         "name": "kb", "metadata": {"tenants": ["alice"]}}).status_code == 201
     for merge in ("false", "true"):
-        r = world.call("admin", "PUT", f"/collections/kb/metadata?merge={merge}",
+        r = keyed.call("admin", "PUT", f"/collections/kb/metadata?merge={merge}",
                        {"metadata": {"tenants": tenants}})
         assert r.status_code == 400, r.text
-    assert names(world, "alice") == ["kb"] and names(world, "bob") == []
+    assert names(keyed, "alice") == ["kb"] and names(keyed, "bob") == []
 
 
-def test_a_string_stored_before_the_check_admits_admins_only(world: Keys) -> None:
-    assert world.call("admin", "POST", "/collections", {"name": "kb"}).status_code == 201
-    rl: Ragline = world.c.app.state.ragline  # type: ignore[attr-defined]
+def test_a_string_stored_before_the_check_admits_admins_only(keyed: Keyed) -> None:
+    assert keyed.call("admin", "POST", "/collections", {"name": "kb"}).status_code == 201
+    rl: Ragline = keyed.c.app.state.ragline  # type: ignore[attr-defined]
     rl.services.collections.catalog.set_metadata("kb", {"tenants": "alice"})  # legacy row
-    assert names(world, "bob") == [] and names(world, "alice") == []
-    assert world.call("bob", "GET", "/collections/kb").status_code == 404
-    assert names(world, "admin") == ["kb"]
+    assert names(keyed, "bob") == [] and names(keyed, "alice") == []
+    assert keyed.call("bob", "GET", "/collections/kb").status_code == 404
+    assert names(keyed, "admin") == ["kb"]
     # null (or no key) means shared, as before
-    r = world.call("admin", "PUT", "/collections/kb/metadata", {"metadata": {"tenants": None}})
+    r = keyed.call("admin", "PUT", "/collections/kb/metadata", {"metadata": {"tenants": None}})
     assert r.status_code == 200, r.text
-    assert names(world, "bob") == ["kb"]
+    assert names(keyed, "bob") == ["kb"]

@@ -106,7 +106,7 @@ def test_load_text() -> None:
 
 
 def test_register_parser_adds_a_format() -> None:
-    def parse_rst(data: bytes, name: str, base=None) -> ParsedContent:
+    def parse_rst(data: bytes, name: str, base=None, *, limits=None) -> ParsedContent:
         return ParsedContent(text=data.decode(), source_type="txt", title="rst")
 
     register_parser("rst", parse_rst)

@@ -37,7 +37,8 @@ def verify(
     data_dir: Annotated[Path | None, typer.Option(help="Data directory (default ./data).")] = None,
     repair: Annotated[bool, typer.Option(
         "--repair", help="Fix what is found (drop stale rows, delete orphan chunks, settle "
-        "rows whose chunks are gone).")] = False,
+        "rows whose chunks are gone, rewrite or remove records holding bad values); each "
+        "repair is listed.")] = False,
     collection: Annotated[str | None, typer.Option(help="Only this collection.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:

@@ -11,6 +11,7 @@ text by extension), :func:`load_text` (pasted text), :func:`fetch_url` (with
 an SSRF guard), :func:`discover` (a directory tree).
 """
 
+from ragline.ingest.budgets import ParserLimits
 from ragline.ingest.chunker import ROOT_SECTION_ID, chunk_document
 from ragline.ingest.ids import CHUNK_NAMESPACE, assign_chunk_ids, chunk_id, content_hash
 from ragline.ingest.loader import (
@@ -36,6 +37,7 @@ __all__ = [
     "Chunk",
     "Metadata",
     "MetadataValue",
+    "ParserLimits",
     "SourceDocument",
     "SourceType",
     "assign_chunk_ids",

@@ -18,6 +18,7 @@ info, defaults, the text route's metadata).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -114,14 +115,24 @@ def load_frontmatter_yaml(raw: str, name: str, loader: type[Any]) -> Any:
 
 
 # -- HTML and PDF: counted on the raw input, before the expensive parse ---------------------
-HTML_MAX_TAGS = 250_000
-"""Start tags in one HTML page (a long real page has tens of thousands)."""
-HTML_MAX_DEPTH = 512
-"""Elements open inside one another, estimated from the raw text (see :func:`check_html`)."""
-PDF_MAX_PAGES = 5_000
-"""Pages of one PDF, read from its page tree before any text is extracted."""
-PDF_MAX_TEXT_CHARS = 32 * 1024 * 1024
-"""Characters of text extracted from one PDF, counted page by page as they come."""
+@dataclass(frozen=True, slots=True)
+class ParserLimits:
+    """The budgets of the HTML and PDF parsers, from the settings of the same names
+    (``RAGLINE_HTML_MAX_TAGS`` ...). Every parser receives them (the ``limits`` argument
+    of :class:`ragline.ingest.loader.Parser`); the defaults are the settings' defaults."""
+
+    html_max_tags: int = 250_000
+    """Start tags in one HTML page (a long real page has tens of thousands)."""
+    html_max_depth: int = 512
+    """Elements open inside one another, estimated from the raw text (see :func:`check_html`)."""
+    pdf_max_pages: int = 5_000
+    """Pages of one PDF, read from its page tree before any text is extracted."""
+    pdf_max_text_chars: int = 32 * 1024 * 1024
+    """Characters of text extracted from one PDF, counted page by page as they come."""
+
+
+DEFAULT_LIMITS = ParserLimits()
+"""The budgets a parser called without ``limits`` works within (the settings' defaults)."""
 
 _TAG_RE = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9:-]*)[^>]*?(/?)>")
 # Elements that never nest (void) or that the HTML parser closes on its own when the
@@ -136,14 +147,16 @@ _FLAT_TAGS = frozenset(
 )  # fmt: skip
 
 
-def check_html(html: str, name: str) -> None:
-    """Refuse a page over :data:`HTML_MAX_TAGS` or :data:`HTML_MAX_DEPTH` before parsing.
+def check_html(html: str, name: str, limits: ParserLimits = DEFAULT_LIMITS) -> None:
+    """Refuse a page over ``limits.html_max_tags`` start tags or nested deeper than
+    ``limits.html_max_depth`` before parsing it.
 
     One regular-expression pass over the text: start tags are counted, and the depth is
     estimated from start and end tags of elements that nest (void elements and those the
     parser closes itself are left out). A million nested ``<div>`` took 35 s of a worker
     and 158 MB in trafilatura; this refuses them in a fraction of a second.
     """
+    max_tags, max_depth = limits.html_max_tags, limits.html_max_depth
     tags = depth = 0
     for m in _TAG_RE.finditer(html):
         closing, tag, self_closing = m.group(1), m.group(2).lower(), m.group(3)
@@ -152,26 +165,26 @@ def check_html(html: str, name: str) -> None:
                 depth -= 1
             continue
         tags += 1
-        if tags > HTML_MAX_TAGS:
-            raise InvalidInput(f"{name}: HTML refused: more than {HTML_MAX_TAGS} tags "
-                               "(limit HTML_MAX_TAGS)")
+        if tags > max_tags:
+            raise InvalidInput(f"{name}: HTML refused: more than {max_tags} tags (setting "
+                               "html_max_tags)")
         if tag in _FLAT_TAGS or self_closing:
             continue
         depth += 1
-        if depth > HTML_MAX_DEPTH:
+        if depth > max_depth:
             raise InvalidInput(f"{name}: HTML refused: elements nested deeper than "
-                               f"{HTML_MAX_DEPTH} levels (limit HTML_MAX_DEPTH)")
+                               f"{max_depth} levels (setting html_max_depth)")
 
 
-def check_pdf_pages(pages: int, name: str) -> None:
-    """Refuse a PDF of more than :data:`PDF_MAX_PAGES` pages, before extracting text."""
-    if pages > PDF_MAX_PAGES:
-        raise InvalidInput(f"{name}: PDF refused: {pages} pages (limit {PDF_MAX_PAGES}, "
-                           "PDF_MAX_PAGES)")
+def check_pdf_pages(pages: int, name: str, limits: ParserLimits = DEFAULT_LIMITS) -> None:
+    """Refuse a PDF of more than ``limits.pdf_max_pages`` pages, before extracting text."""
+    if pages > limits.pdf_max_pages:
+        raise InvalidInput(f"{name}: PDF refused: {pages} pages (limit "
+                           f"{limits.pdf_max_pages}, setting pdf_max_pages)")
 
 
-def check_pdf_text(chars: int, name: str) -> None:
-    """Refuse once the text extracted so far passes :data:`PDF_MAX_TEXT_CHARS`."""
-    if chars > PDF_MAX_TEXT_CHARS:
-        raise InvalidInput(f"{name}: PDF refused: more than {PDF_MAX_TEXT_CHARS} characters "
-                           "of text (limit PDF_MAX_TEXT_CHARS)")
+def check_pdf_text(chars: int, name: str, limits: ParserLimits = DEFAULT_LIMITS) -> None:
+    """Refuse once the text extracted so far passes ``limits.pdf_max_text_chars``."""
+    if chars > limits.pdf_max_text_chars:
+        raise InvalidInput(f"{name}: PDF refused: more than {limits.pdf_max_text_chars} "
+                           "characters of text (setting pdf_max_text_chars)")

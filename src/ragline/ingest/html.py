@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from html.parser import HTMLParser
 
-from ragline.ingest.budgets import check_html
+from ragline.ingest.budgets import DEFAULT_LIMITS, ParserLimits, check_html
 from ragline.ingest.metadata import merge_metadata
 from ragline.ingest.text import decode_bytes
 from ragline.ingest.types import MetadataValue, ParsedContent
@@ -76,14 +76,15 @@ def html_title(html: str) -> str | None:
 
 
 def html_to_markdown(
-    html: str, url: str | None = None, *, name: str | None = None
+    html: str, url: str | None = None, *, name: str | None = None,
+    limits: ParserLimits = DEFAULT_LIMITS,
 ) -> tuple[str | None, str]:
     """``(title, markdown)`` of a page's main content, with the fallback described above.
 
-    A page over a budget of :func:`~ragline.ingest.budgets.check_html` (tags, nesting) is
-    refused with :class:`~ragline.errors.InvalidInput` before it is parsed.
+    A page over a budget of ``limits`` (:func:`~ragline.ingest.budgets.check_html`: tags,
+    nesting) is refused with :class:`~ragline.errors.InvalidInput` before it is parsed.
     """
-    check_html(html, name or url or "HTML")
+    check_html(html, name or url or "HTML", limits)
     markdown: str | None = None
     title: str | None = None
     try:
@@ -113,10 +114,12 @@ def parse_html(
     name: str,
     base: Mapping[str, MetadataValue] | None = None,
     *,
+    limits: ParserLimits = DEFAULT_LIMITS,
     encoding: str | None = None,
 ) -> ParsedContent:
-    """An ``.html`` file or fetched page → Markdown text and title."""
-    title, markdown = html_to_markdown(decode_bytes(data, name, encoding), name=name)
+    """An ``.html`` file or fetched page → Markdown text and title, within ``limits``."""
+    title, markdown = html_to_markdown(decode_bytes(data, name, encoding), name=name,
+                                       limits=limits)
     return ParsedContent(
         text=markdown,
         source_type="html",

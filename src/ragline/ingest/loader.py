@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import Protocol
 
 from ragline.errors import InvalidInput
+from ragline.ingest.budgets import DEFAULT_LIMITS, ParserLimits
 from ragline.ingest.html import parse_html
 from ragline.ingest.markdown import parse_markdown
 from ragline.ingest.metadata import (
@@ -30,10 +31,17 @@ from ragline.ingest.types import MetadataValue, ParsedContent, Scalar, SourceDoc
 
 
 class Parser(Protocol):
-    """``(raw bytes, file name, lower-priority metadata) -> ParsedContent``."""
+    """``(raw bytes, file name, lower-priority metadata, *, limits) -> ParsedContent``.
+
+    ``limits`` are the parser budgets of the running configuration (the settings
+    ``html_max_tags``, ``html_max_depth``, ``pdf_max_pages``, ``pdf_max_text_chars``):
+    every parser, a registered one included, is handed them on each call and refuses
+    input over them with :class:`InvalidInput` naming the setting, before the expensive
+    parse."""
 
     def __call__(
-        self, data: bytes, name: str, base: Mapping[str, MetadataValue] | None = None
+        self, data: bytes, name: str, base: Mapping[str, MetadataValue] | None = None, *,
+        limits: ParserLimits = DEFAULT_LIMITS,
     ) -> ParsedContent: ...
 
 
@@ -71,15 +79,17 @@ def load_bytes(
     defaults: Mapping[str, object] | None = None,
     path_pattern: str | re.Pattern[str] | None = None,
     frontmatter_defaults: Mapping[str, Scalar] | None = None,
+    limits: ParserLimits = DEFAULT_LIMITS,
 ) -> SourceDocument:
     """Parse raw bytes named ``source_path`` (a relative path or an upload's file name).
 
-    ``source_id`` defaults to :func:`parent_doc_id` of the path.
+    ``source_id`` defaults to :func:`parent_doc_id` of the path; ``limits`` are the
+    parser budgets (HTML tags and nesting, PDF pages and text) handed to the parser.
     ``frontmatter_defaults`` fill fields a Markdown source lacks or has
     malformed, with a warning naming the file (spec 004; see
     :func:`apply_frontmatter_defaults`); other formats are left alone. Raises
-    :class:`InvalidInput` for an unsupported extension, an empty file, or a
-    file with no text in it.
+    :class:`InvalidInput` for an unsupported extension, an empty file, a file over a
+    budget, or a file with no text in it.
     """
     source_path = to_posix(source_path)
     suffix = PurePosixPath(source_path).suffix.lower()
@@ -96,7 +106,7 @@ def load_bytes(
         extract_path_metadata(source_path, path_pattern),
         name=source_path,
     )
-    parsed = parser(data, source_path, base)
+    parsed = parser(data, source_path, base, limits=limits)
     if frontmatter_defaults and parsed.source_type == "md":
         parsed.metadata = apply_frontmatter_defaults(
             parsed.metadata, frontmatter_defaults, source_path
@@ -141,6 +151,7 @@ def load_file(
     defaults: Mapping[str, object] | None = None,
     path_pattern: str | re.Pattern[str] | None = None,
     frontmatter_defaults: Mapping[str, Scalar] | None = None,
+    limits: ParserLimits = DEFAULT_LIMITS,
 ) -> SourceDocument:
     """Load ``path``; its ``source_path``/``source_id`` are relative to ``root``."""
     path, root = Path(path), Path(root)
@@ -153,7 +164,7 @@ def load_file(
     except OSError as exc:
         raise InvalidInput(f"{relative.as_posix()}: cannot read file ({exc.strerror})") from exc
     return load_bytes(data, relative.as_posix(), defaults=defaults, path_pattern=path_pattern,
-                      frontmatter_defaults=frontmatter_defaults)
+                      frontmatter_defaults=frontmatter_defaults, limits=limits)
 
 
 def load_text(

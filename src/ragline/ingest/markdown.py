@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 from markdown_it import MarkdownIt
 
-from ragline.ingest.budgets import load_frontmatter_yaml
+from ragline.ingest.budgets import DEFAULT_LIMITS, ParserLimits, load_frontmatter_yaml
 from ragline.ingest.metadata import merge_metadata, normalize_metadata
 from ragline.ingest.text import decode_bytes
 from ragline.ingest.types import MetadataValue, ParsedContent
@@ -184,14 +184,16 @@ def first_heading(text: str, outline: Outline | None = None) -> str | None:
 
 
 def parse_markdown(
-    data: bytes, name: str, base: Mapping[str, MetadataValue] | None = None
+    data: bytes, name: str, base: Mapping[str, MetadataValue] | None = None, *,
+    limits: ParserLimits = DEFAULT_LIMITS,
 ) -> ParsedContent:
     """Parse a ``.md``/``.mdx`` file: frontmatter → metadata, body → text.
 
     ``base`` holds the lower-priority metadata (defaults, then path fields);
     frontmatter values override it (see :func:`merge_metadata`). The title is
     the frontmatter ``title``, else the first ``#`` heading; if neither exists
-    the loader falls back to the file stem.
+    the loader falls back to the file stem. ``limits`` (the HTML and PDF budgets) has
+    nothing to bound here: the frontmatter has budgets of its own.
     """
     text = decode_bytes(data, name)
     raw, body = split_frontmatter(text, name)

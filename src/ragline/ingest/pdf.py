@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ragline.errors import InvalidInput
-from ragline.ingest.budgets import check_pdf_pages, check_pdf_text
+from ragline.ingest.budgets import DEFAULT_LIMITS, ParserLimits, check_pdf_pages, check_pdf_text
 from ragline.ingest.metadata import merge_metadata
 from ragline.ingest.types import MetadataValue, ParsedContent
 
@@ -44,14 +44,14 @@ def _clean(page_text: str) -> str:
     return _TRAILING_WS_RE.sub("\n", text).strip()
 
 
-def _with_pdfium(data: bytes, name: str) -> _Extracted:
+def _with_pdfium(data: bytes, name: str, limits: ParserLimits) -> _Extracted:
     """Extract with PDFium; raises ``PdfiumError`` for files it cannot open."""
     import pypdfium2 as pdfium
 
     with _PDFIUM_LOCK:
         pdf = pdfium.PdfDocument(data)
         try:
-            check_pdf_pages(len(pdf), name)
+            check_pdf_pages(len(pdf), name, limits)
             pages: list[tuple[int, str]] = []
             chars = 0
             for i in range(len(pdf)):
@@ -63,14 +63,14 @@ def _with_pdfium(data: bytes, name: str) -> _Extracted:
                     textpage.close()
                     page.close()
                 chars += len(pages[-1][1])
-                check_pdf_text(chars, name)
+                check_pdf_text(chars, name, limits)
             raw_info = pdf.get_metadata_dict(skip_empty=True)
             return _Extracted(pages, len(pdf), {k.lower(): str(v) for k, v in raw_info.items()})
         finally:
             pdf.close()
 
 
-def _with_pypdf(data: bytes, name: str) -> _Extracted:
+def _with_pypdf(data: bytes, name: str, limits: ParserLimits) -> _Extracted:
     """Extract with pypdf; :class:`InvalidInput` when it cannot read the file either."""
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
@@ -79,13 +79,13 @@ def _with_pypdf(data: bytes, name: str) -> _Extracted:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
             raise InvalidInput(f"{name}: the PDF is encrypted")
-        check_pdf_pages(len(reader.pages), name)
+        check_pdf_pages(len(reader.pages), name, limits)
         pages: list[tuple[int, str]] = []
         chars = 0
         for i, page in enumerate(reader.pages):
             pages.append((i + 1, _clean(page.extract_text() or "")))
             chars += len(pages[-1][1])
-            check_pdf_text(chars, name)
+            check_pdf_text(chars, name, limits)
         meta = reader.metadata
         info: dict[str, str] = {}
         if meta is not None:
@@ -100,28 +100,30 @@ def _with_pypdf(data: bytes, name: str) -> _Extracted:
         raise InvalidInput(f"{name}: not a readable PDF ({exc})") from exc
 
 
-def extract_pdf(data: bytes, name: str) -> _Extracted:
+def extract_pdf(data: bytes, name: str, limits: ParserLimits = DEFAULT_LIMITS) -> _Extracted:
     """Pages and document info: PDFium first, pypdf when PDFium is missing or refuses.
 
-    Within the budgets of :mod:`ragline.ingest.budgets`: the page count is checked
+    Within ``limits`` (:mod:`ragline.ingest.budgets`): the page count is checked
     before any text is extracted, the extracted characters page by page.
     """
     try:
-        return _with_pdfium(data, name)
+        return _with_pdfium(data, name, limits)
     except InvalidInput:  # over a budget: the other parser would read the same pages
         raise
     except ImportError:
         log.debug("pypdfium2 is not installed; using pypdf for %s", name)
     except Exception as exc:  # PdfiumError and friends: let the lenient parser try
         log.info("%s: PDFium could not read the file (%s); trying pypdf", name, exc)
-    return _with_pypdf(data, name)
+    return _with_pypdf(data, name, limits)
 
 
 def parse_pdf(
-    data: bytes, name: str, base: Mapping[str, MetadataValue] | None = None
+    data: bytes, name: str, base: Mapping[str, MetadataValue] | None = None, *,
+    limits: ParserLimits = DEFAULT_LIMITS,
 ) -> ParsedContent:
-    """Extract ``pages`` (1-based) and their joined text; title from the PDF info."""
-    extracted = extract_pdf(data, name)
+    """Extract ``pages`` (1-based) and their joined text, within ``limits``; title from the
+    PDF info."""
+    extracted = extract_pdf(data, name, limits)
     pages = [(n, t) for n, t in extracted.pages if t]
     if not pages:
         raise InvalidInput(f"{name}: the PDF has no extractable text (scanned images?)")

@@ -20,6 +20,7 @@ import logging
 from collections.abc import Mapping
 
 from ragline.errors import InvalidInput
+from ragline.ingest.budgets import DEFAULT_LIMITS, ParserLimits
 from ragline.ingest.metadata import merge_metadata
 from ragline.ingest.types import MetadataValue, ParsedContent
 
@@ -81,9 +82,11 @@ def first_line_title(text: str, limit: int = 80) -> str | None:
 
 
 def parse_text(
-    data: bytes, name: str, base: Mapping[str, MetadataValue] | None = None
+    data: bytes, name: str, base: Mapping[str, MetadataValue] | None = None, *,
+    limits: ParserLimits = DEFAULT_LIMITS,
 ) -> ParsedContent:
-    """A ``.txt`` file: the text as-is; the title is left to the loader (file stem)."""
+    """A ``.txt`` file: the text as-is; the title is left to the loader (file stem).
+    ``limits`` (the HTML and PDF budgets) has nothing to bound here."""
     return ParsedContent(
         text=decode_bytes(data, name),
         source_type="txt",

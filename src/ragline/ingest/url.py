@@ -29,6 +29,7 @@ from pathlib import PurePosixPath
 import httpx
 
 from ragline.errors import InvalidInput, PayloadTooLarge
+from ragline.ingest.budgets import DEFAULT_LIMITS, ParserLimits
 from ragline.ingest.html import html_to_markdown
 from ragline.ingest.loader import PARSERS, build_document
 from ragline.ingest.markdown import parse_markdown
@@ -42,24 +43,25 @@ DEFAULT_MAX_BYTES = 5 * 1024 * 1024
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 USER_AGENT = "ragline/0.1 (+https://github.com/ragline)"
 
-ContentParser = Callable[[bytes, str, str | None], ParsedContent]
+ContentParser = Callable[[bytes, str, str | None, ParserLimits], ParsedContent]
+"""``(body, final URL, charset, parser budgets) -> ParsedContent``."""
 
 
-def _html(data: bytes, url: str, charset: str | None) -> ParsedContent:
-    title, markdown = html_to_markdown(decode_bytes(data, url, charset), url=url)
+def _html(data: bytes, url: str, charset: str | None, limits: ParserLimits) -> ParsedContent:
+    title, markdown = html_to_markdown(decode_bytes(data, url, charset), url=url, limits=limits)
     return ParsedContent(text=markdown, source_type="html", title=title, text_format="markdown")
 
 
-def _plain(data: bytes, url: str, charset: str | None) -> ParsedContent:
+def _plain(data: bytes, url: str, charset: str | None, limits: ParserLimits) -> ParsedContent:
     return ParsedContent(text=decode_bytes(data, url, charset).strip("\n"), source_type="txt")
 
 
-def _markdown(data: bytes, url: str, charset: str | None) -> ParsedContent:
-    return parse_markdown(data, url)
+def _markdown(data: bytes, url: str, charset: str | None, limits: ParserLimits) -> ParsedContent:
+    return parse_markdown(data, url, limits=limits)
 
 
-def _pdf(data: bytes, url: str, charset: str | None) -> ParsedContent:
-    return parse_pdf(data, url)
+def _pdf(data: bytes, url: str, charset: str | None, limits: ParserLimits) -> ParsedContent:
+    return parse_pdf(data, url, limits=limits)
 
 
 CONTENT_PARSERS: dict[str, ContentParser] = {
@@ -248,6 +250,7 @@ def fetch_url(
     resolver: Resolver | None = None,
     transport: httpx.BaseTransport | None = None,
     total_timeout: float | None = None,
+    limits: ParserLimits = DEFAULT_LIMITS,
 ) -> SourceDocument:
     """Fetch ``url`` and parse it into a ``url`` :class:`SourceDocument`.
 
@@ -255,7 +258,8 @@ def fetch_url(
     ``text/markdown`` are kept as they are, PDFs keep their pages. The source id
     defaults to the canonical requested URL, so fetching it again updates the
     same source; ``metadata`` gains ``source_url`` (after redirects) and
-    ``content_type``. ``resolver`` and ``transport`` exist for tests.
+    ``content_type``. ``limits`` are the parser budgets (HTML tags and nesting, PDF
+    pages and text). ``resolver`` and ``transport`` exist for tests.
 
     Raises :class:`InvalidInput` (bad scheme, refused address, HTTP error,
     unsupported type, too many redirects) or :class:`PayloadTooLarge`.
@@ -278,9 +282,9 @@ def fetch_url(
     suffix = PurePosixPath(final.path).suffix.lower()
     parser = CONTENT_PARSERS.get(media_type)
     if parser is not None:
-        parsed = parser(body, final_str, charset)
+        parsed = parser(body, final_str, charset, limits)
     elif suffix in PARSERS:
-        parsed = PARSERS[suffix](body, final_str)
+        parsed = PARSERS[suffix](body, final_str, limits=limits)
     else:
         raise InvalidInput(f"unsupported content type {media_type or '(none)'!r} at {final_str}")
     own: dict[str, MetadataValue] = {"source_url": final_str, "content_type": media_type}

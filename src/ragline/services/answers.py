@@ -59,10 +59,13 @@ class ChatModelSlot:
             if not s.llm_base_url or not s.llm_model:
                 raise LLMNotConfigured(LLM_SETTINGS_HELP)
             # the one way providers are built: registry class + its own validated config
-            self._model = registry.build("llms", s.llm_provider, {
+            config: dict[str, Any] = {
                 "base_url": s.llm_base_url, "model": s.llm_model, "api_key": s.llm_api_key,
                 "timeout": s.llm_timeout_s, "max_retries": s.llm_max_retries,
-                "max_tokens": s.llm_max_tokens, "json_mode": s.llm_json_mode})
+                "max_tokens": s.llm_max_tokens, "json_mode": s.llm_json_mode}
+            if s.llm_max_response_bytes is not None:  # else the provider's own default
+                config["max_response_bytes"] = s.llm_max_response_bytes
+            self._model = registry.build("llms", s.llm_provider, config)
         return self._model
 
     @property

@@ -15,14 +15,15 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from ragline.errors import InvalidInput, TooManyRequests
-from ragline.ingest import fetch_url
+from ragline.ingest import ParserLimits, fetch_url
 from ragline.ingest.types import SourceDocument
 from ragline.settings import Settings
 
 
 class UrlFetcher:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, limits: ParserLimits) -> None:
         self.settings = settings
+        self.limits = limits
         self._pool = ThreadPoolExecutor(max_workers=settings.url_fetch_workers,
                                         thread_name_prefix="url-fetch")
         self._slots = threading.BoundedSemaphore(
@@ -34,7 +35,7 @@ class UrlFetcher:
             return fetch_url(url, allow_private=s.allow_private_urls,
                              defaults=s.ingest_defaults, timeout=s.url_fetch_read_timeout_s,
                              total_timeout=s.url_fetch_total_timeout_s,
-                             max_bytes=s.url_fetch_max_bytes)
+                             max_bytes=s.url_fetch_max_bytes, limits=self.limits)
         finally:
             self._slots.release()
 

@@ -49,7 +49,12 @@ from ragline.services.ingest_stats import (
     capture_warnings,
     check_mode,
 )
-from ragline.services.ingest_target import book_id_of, build_target, frontmatter_defaults
+from ragline.services.ingest_target import (
+    book_id_of,
+    build_target,
+    frontmatter_defaults,
+    parser_limits,
+)
 from ragline.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -61,7 +66,8 @@ class IngestService:
     def __init__(self, settings: Settings, collections: CollectionService, store: VectorStore,
                  embedders: EmbedderPool, state: SourceStates) -> None:
         self.settings = settings
-        self.fetcher = UrlFetcher(settings)
+        self.limits = parser_limits(settings)  # handed to every parser (HTML, PDF budgets)
+        self.fetcher = UrlFetcher(settings, self.limits)
         self.disk = DiskGuard.unlimited()  # the facade sets the configured guard
         self._upload_slots = threading.BoundedSemaphore(settings.max_concurrent_uploads)
         self.collections = collections
@@ -270,7 +276,7 @@ class IngestService:
         doc: SourceDocument | None
         try:
             doc = load_bytes(data, rel, defaults=t.defaults, path_pattern=t.path_pattern,
-                             frontmatter_defaults=t.frontmatter_defaults)
+                             frontmatter_defaults=t.frontmatter_defaults, limits=self.limits)
         except InvalidInput as exc:  # empty or unreadable: the source has no chunks now
             stats.files_failed += 1
             stats.warn(f"{exc.message}; its chunks are removed")
@@ -311,12 +317,13 @@ class IngestService:
             info = self.ensure_collection(collection)
             t = self.target(info, tenant, reuse=True)
             doc = load_bytes(data, rel, defaults=t.defaults, path_pattern=t.path_pattern,
-                             frontmatter_defaults=t.frontmatter_defaults)
+                             frontmatter_defaults=t.frontmatter_defaults, limits=self.limits)
         else:
             found = self.collections.catalog.find_collection(collection)
             doc = load_bytes(data, name, source_id=f"upload/{name}",
                              defaults=self.settings.ingest_defaults,
-                             frontmatter_defaults=frontmatter_defaults(self.settings, found))
+                             frontmatter_defaults=frontmatter_defaults(self.settings, found),
+                             limits=self.limits)
         doc.metadata["original_filename"] = name
         return self.ingest_document(collection, tenant, doc, "upload")
 

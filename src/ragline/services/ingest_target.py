@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ragline.core.types import CollectionInfo
+from ragline.ingest.budgets import ParserLimits
 from ragline.providers.embedders.base import Embedder
 from ragline.services.embedders import EmbedderPool
 from ragline.services.ingest_pipeline import Target
@@ -43,6 +44,14 @@ real book headers took 3-30 word pieces, so chunks filled to the model's limit l
 to 30 at embedding time without it."""
 MAX_CHUNK_TOKENS = 512
 """Upper bound on chunk size whatever the embedder allows (spec 004: 400-512)."""
+
+
+def parser_limits(settings: Settings) -> ParserLimits:
+    """The parser budgets of ``settings`` (``html_max_tags`` ...), handed to every parser."""
+    return ParserLimits(html_max_tags=settings.html_max_tags,
+                        html_max_depth=settings.html_max_depth,
+                        pdf_max_pages=settings.pdf_max_pages,
+                        pdf_max_text_chars=settings.pdf_max_text_chars)
 
 
 def frontmatter_defaults(settings: Settings, info: CollectionInfo | None) -> dict[str, Any]:

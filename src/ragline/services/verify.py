@@ -23,12 +23,17 @@ tenant it knows and reports:
   surrogate or NUL, stored before requests were checked (issue 32; the embedded
   catalog only, :mod:`ragline.catalog.text_repair`). Repair: U+FFFD in place of a lone
   surrogate, NUL dropped.
+* ``bad_record`` — a record in the store (any record, documents API ones included) holding
+  a lone surrogate or NUL, or metadata nested deeper than a write takes, stored before
+  requests were checked (issue 32). Repair (:mod:`ragline.services.record_repair`, one
+  decision per case, each logged): rewritten in place (U+FFFD, NUL dropped, a nested field
+  flattened), or removed when its id is the bad value.
 * ``missing_root`` — directory sources whose root no longer exists. A notice, not
   a problem: re-ingesting the tree from its new place takes them over.
 
 Chunks count as ingested when their metadata carries what ingestion writes
 (``parent_doc_id``, ``chunk_index``, ``content_hash``, ``source_hash``);
-documents added through the documents API are never touched. Tenants checked:
+documents added through the documents API are never touched (``bad_record`` aside). Tenants checked:
 those with state rows, plus the ones the caller names (API keys' tenants and
 the default tenant).
 """
@@ -44,15 +49,16 @@ from typing import Any
 from ragline.catalog.ingest_state import StateRow
 from ragline.catalog.tables import SourceStates
 from ragline.core.filters import Eq
-from ragline.core.types import CollectionInfo
+from ragline.core.types import CollectionInfo, Record
 from ragline.providers.stores.base import VectorStore
 from ragline.services.collections import CollectionService
+from ragline.services.record_repair import RecordFix, examine
 from ragline.services.sources import PAGE, root_exists
 
 log = logging.getLogger(__name__)
 
 PROBLEMS = ("missing_shard", "stale_state", "missing_chunks", "orphan_chunks",
-            "interrupted_write", "unstorable_text")
+            "interrupted_write", "unstorable_text", "bad_record")
 NOTICES = ("missing_root",)
 INGESTED_KEYS = ("parent_doc_id", "chunk_index", "content_hash", "source_hash")
 
@@ -179,12 +185,15 @@ class VerifyService:
             f.repaired = True
         report.findings.append(f)
 
-    def _stored(self, info: CollectionInfo, tenant: str) -> tuple[set[str], dict[str, str]]:
-        """Every id of the tenant, and the ingested ones with their parent source."""
+    def _stored(self, info: CollectionInfo, tenant: str
+                ) -> tuple[set[str], dict[str, str], list[RecordFix]]:
+        """Every id of the tenant, the ingested ones with their parent source, and the
+        records holding values no write takes (:func:`examine`)."""
         ids: set[str] = set()
         ingested: dict[str, str] = {}
+        fixes: list[RecordFix] = []
         if info.dimension is None or not self.store.has_shard(info.shard):
-            return ids, ingested
+            return ids, ingested, fixes
         offset = 0
         while True:
             page = self.store.list_page(info.shard, tenant, None, PAGE, offset)
@@ -192,14 +201,60 @@ class VerifyService:
                 ids.add(rec.id)
                 if is_ingested(rec.metadata):
                     ingested[rec.id] = str(rec.metadata["parent_doc_id"])
+                fix = examine(rec)
+                if fix is not None:
+                    fixes.append(fix)
             offset += len(page.records)
             if not page.records or offset >= page.total:
-                return ids, ingested
+                return ids, ingested, fixes
+
+    def _bad_records(self, info: CollectionInfo, tenant: str, fixes: list[RecordFix],
+                     report: VerifyReport, repair: bool) -> set[str]:
+        """Report each record of ``fixes``; with ``repair`` rewrite or remove it (logged).
+        Returns the ids removed."""
+        removed: set[str] = set()
+        for fix in fixes:
+            rid = fix.record.id
+            verb = "removed" if fix.removes else "rewritten"
+            parent = fix.record.metadata.get("parent_doc_id")
+            f = Finding("bad_record", info.name, tenant,
+                        parent if isinstance(parent, str) else None, 1,
+                        f"record {rid!r}: {'; '.join(fix.problems)}; "
+                        f"{'' if repair else '--repair: '}{verb}: {'; '.join(fix.actions)}")
+            report.findings.append(f)
+            if not repair:
+                continue
+            try:
+                if fix.replacement is None:
+                    self.store.delete_ids(info.shard, tenant, [rid])
+                    removed.add(rid)
+                else:
+                    self._rewrite(info, tenant, fix.replacement)
+            except Exception as exc:  # one record a store cannot write: the rest go on
+                f.message += f" (not repaired: {type(exc).__name__})"
+                log.error("verify --repair: collection %r, tenant %r: %s", info.name, tenant,
+                          f.message)
+                continue
+            f.repaired = True
+            log.warning("verify --repair: collection %r, tenant %r: %s", info.name, tenant,
+                        f.message)
+        return removed
+
+    def _rewrite(self, info: CollectionInfo, tenant: str, record: Record) -> None:
+        """``record`` written over the stored one of its id, with the stored vector."""
+        stored = self.store.get(info.shard, tenant, [record.id], with_vectors=True)
+        if not stored or stored[0].embedding is None:
+            raise LookupError("the stored vector could not be read")
+        record.embedding = stored[0].embedding
+        self.store.upsert(info.shard, [record])
 
     def _tenant(self, info: CollectionInfo, tenant: str, rows: list[StateRow],
                 report: VerifyReport, repair: bool) -> None:
         name, shard = info.name, info.shard
-        ids, ingested = self._stored(info, tenant)
+        ids, ingested, fixes = self._stored(info, tenant)
+        for rid in self._bad_records(info, tenant, fixes, report, repair):
+            ids.discard(rid)  # removed: a state row listing it is settled below
+            ingested.pop(rid, None)
         report.chunks += len(ingested)
         report.sources += len(rows)
         states = {r.source.source_id: r for r in rows}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import httpx
+import httpx2
 import numpy as np
 import numpy.typing as npt
 from pydantic import Field, SecretStr
@@ -28,6 +28,7 @@ from ragline.providers.embedders.openai_compat import (
     OpenAIEmbedderConfig,
 )
 from ragline.providers.embedders.util import check_inputs, l2_normalise
+from ragline.providers.response_cap import CappedTransport
 
 TASK_TYPES: dict[str, str] = {"query": "RETRIEVAL_QUERY", "document": "RETRIEVAL_DOCUMENT"}
 """Spec 001's task type per input type."""
@@ -48,12 +49,14 @@ class GeminiEmbedder(OpenAIEmbedder):
     Config: ClassVar[type[ProviderConfig]] = GeminiEmbedderConfig
 
     def __init__(self, config: GeminiEmbedderConfig | None = None, *,
-                 transport: httpx.BaseTransport | None = None, **overrides: Any) -> None:
+                 transport: httpx2.BaseTransport | None = None, **overrides: Any) -> None:
         config = config or GeminiEmbedderConfig(**overrides)
         super().__init__(config)
         self._key = config.api_key  # never the OpenAI key of the environment
-        self._http = httpx.Client(timeout=config.timeout, transport=transport,
-                                  trust_env=False)
+        self._http = httpx2.Client(  # every answer read through the byte cap
+            timeout=config.timeout, trust_env=False,
+            transport=CappedTransport(f"Embedding endpoint {self._base}",
+                                      config.response_cap(), transport))
 
     def close(self) -> None:
         self._http.close()
@@ -109,7 +112,7 @@ class GeminiEmbedder(OpenAIEmbedder):
         headers = {"x-goog-api-key": self._key.get_secret_value()} if self._key else {}
         resp = self._http.post(self._base + path, json=body, headers=headers)
         if resp.status_code in RETRY_STATUS:  # a transport-level failure for the retrier
-            raise httpx.RemoteProtocolError(f"HTTP {resp.status_code}")
+            raise httpx2.RemoteProtocolError(f"HTTP {resp.status_code}")
         if resp.status_code >= 400:
             raise ProviderError(f"Embedding request to {self._base} failed (HTTP "
                                 f"{resp.status_code}: {self._scrub(resp.text[:300])})",

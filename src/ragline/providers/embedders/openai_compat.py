@@ -28,6 +28,7 @@ from ragline.errors import ProviderError
 from ragline.providers.base import Health, ProviderConfig, config_schema
 from ragline.providers.embedders.base import InputType
 from ragline.providers.embedders.util import check_inputs, l2_normalise
+from ragline.providers.response_cap import CappedTransport
 from ragline.providers.retry import RETRY_STATUS, Retrier, RetryPolicy, retry_after_seconds
 from ragline.settings import openai_api_key_from_env
 
@@ -55,6 +56,14 @@ class OpenAIEmbedderConfig(ProviderConfig):
     max_input_tokens: int = Field(8191, ge=1)
     query_prefix: str = Field("", description="E.g. 'search_query: ' for nomic-embed-text.")
     document_prefix: str = ""
+    max_response_bytes: int | None = Field(
+        None, ge=1024, description="Largest answer read, in bytes; past it the call fails "
+        "(502) with nothing more read. Default: 1 MiB + 128 KiB per text of a batch "
+        "(batch_size), room for 4,096-d vectors written as JSON.")
+
+    def response_cap(self) -> int:
+        """:attr:`max_response_bytes`, or the default it documents."""
+        return self.max_response_bytes or (1 << 20) + self.batch_size * (128 << 10)
 
 
 class OpenAIEmbedder:
@@ -81,12 +90,15 @@ class OpenAIEmbedder:
         self._base = self.config.base_url.rstrip("/")
         # The official SDK sends the requests (same client as the chat provider); its own
         # retries are off: ragline.providers.retry retries transient failures only.
-        # ``transport`` (tests) is an httpx transport of the SDK's HTTP library.
+        # ``transport`` (tests) is an httpx transport of the SDK's HTTP library. Every
+        # answer is read through the byte cap (providers/response_cap.py).
+        capped = CappedTransport(f"Embedding endpoint {self._base}",
+                                 self.config.response_cap(), transport)
         self._sdk = openai.OpenAI(
             # No key (local servers): a placeholder, which they ignore; the SDK needs one.
             base_url=self._base, api_key=(key.get_secret_value() if key else "") or "none",
             max_retries=0, timeout=self.config.timeout,
-            http_client=httpx2.Client(transport=transport) if transport else None)
+            http_client=openai.DefaultHttpxClient(transport=capped, trust_env=False))
         self.retrier = Retrier(
             RetryPolicy(self.config.max_retries, self.config.backoff_base,
                         self.config.backoff_max),

@@ -21,6 +21,7 @@ from pydantic import Field, SecretStr
 from ragline.errors import ProviderError
 from ragline.providers.base import Health, ProviderConfig, config_schema
 from ragline.providers.llms.base import Message
+from ragline.providers.response_cap import AsyncCappedTransport, CappedTransport
 from ragline.providers.retry import Retrier, RetryPolicy
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,9 @@ class OpenAIChatConfig(ProviderConfig):
     max_tokens: int = Field(512, ge=1, description="Default answer length cap.")
     json_mode: bool = Field(True, description="Send response_format=json_object for JSON "
                             "calls (turn off for servers that reject it).")
+    max_response_bytes: int = Field(
+        16 * 1024 * 1024, ge=1024, description="Largest answer read, in bytes (a whole "
+        "streamed answer counted together); past it the call fails (502).")
 
 
 class OpenAIChatModel:
@@ -58,6 +62,9 @@ class OpenAIChatModel:
         self._client = openai.AsyncOpenAI(
             base_url=c.base_url, api_key=key or "none", max_retries=0,
             timeout=httpx2.Timeout(c.timeout, connect=c.connect_timeout),
+            http_client=openai.DefaultAsyncHttpxClient(  # answers read through the byte cap
+                transport=AsyncCappedTransport(f"Chat endpoint {c.base_url}",
+                                               c.max_response_bytes), trust_env=False),
         )
         self.retrier = Retrier(RetryPolicy(c.max_retries, c.backoff_base, c.backoff_max),
                                f"Chat request to {c.base_url}", scrub=self._scrub)
@@ -126,11 +133,17 @@ class OpenAIChatModel:
         server reachable, does it accept the key, does it list the model?"""
         details: dict[str, Any] = {"base_url": self.config.base_url, "model": self.model}
         headers = {"Authorization": f"Bearer {self._secret}"} if self._secret else {}
+        capped = CappedTransport(f"Chat endpoint {self.config.base_url}",
+                                 self.config.max_response_bytes)
         try:
-            resp = httpx2.get(self.config.base_url.rstrip("/") + "/models", headers=headers,
-                              timeout=httpx2.Timeout(10.0, connect=self.config.connect_timeout))
+            with httpx2.Client(transport=capped, trust_env=False) as client:
+                resp = client.get(self.config.base_url.rstrip("/") + "/models",
+                                  headers=headers,
+                                  timeout=httpx2.Timeout(10.0, connect=self.config.connect_timeout))
         except httpx2.HTTPError as exc:
             return Health.now("down", details, error=f"unreachable ({type(exc).__name__})")
+        except ProviderError as exc:  # an answer over max_response_bytes
+            return Health.now("down", details, error=self._scrub(exc.message))
         if resp.status_code in (401, 403):
             return Health.now("down", details, error=f"the API key was refused "
                                                      f"({resp.status_code})")
