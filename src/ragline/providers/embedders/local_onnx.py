@@ -16,6 +16,13 @@ nothing in fp32, so texts of at most ``fp32_max_tokens`` word pieces (default 8,
 Queries are mostly longer: int8 makes the search path ~1.6x cheaper than fp32
 (BENCHMARKS.md). The route depends only on the text, so a text always gets the
 same vector.
+The fp32 graph is loaded on the first such text, not with the int8 one: it holds
+~98 MB of weights that a process embedding passages only (ingestion) never needs.
+
+Batches of 8 texts (``batch_size``), not 32: onnxruntime's arena keeps the memory of
+the largest batch it ran, and 32 SciFact passages (~256 word pieces) took it from
+118 to 492 MB RSS, 8 to 226 MB, at the same CPU per passage (measured, BENCHMARKS.md
+"Where the bytes and milliseconds go").
 
 ``model`` is either a known name (resolved to ``<models dir>/<name>-onnx-int8``,
 where the models dir is ``models_dir`` / ``$RAGLINE_MODELS_DIR`` /
@@ -95,7 +102,9 @@ class LocalOnnxConfig(ProviderConfig):
         "~/.cache/ragline/models/<recipe hash>)."
     )
     max_length: int = Field(256, ge=8, le=512, description="Word pieces per input, incl. specials.")
-    batch_size: int = Field(32, ge=1, le=1024, description="Texts per onnxruntime call.")
+    batch_size: int = Field(
+        8, ge=1, le=1024, description="Texts per onnxruntime call (its arena keeps the memory "
+        "of the largest batch: 8 passages +108 MB, 32 +374 MB, same CPU per passage).")
     threads: int | None = Field(
         None, ge=1, description="Batches run in parallel (default: all cores), each on one core."
     )
@@ -163,7 +172,9 @@ class LocalOnnxEmbedder:
         self._dimension: int | None = self.manifest.get("dimension")
         self._lock = threading.Lock()
         self._session: Any = None
-        self._fp32_session: Any = None
+        self._fp32_session: Any = None  # loaded by the first short text (_short_session)
+        self._has_fp32 = (self.config.fp32_max_tokens > 0
+                          and (self.path / "model_fp32.onnx").is_file())
         self._pad_id = 0
         self._workers = self.config.threads or (os.cpu_count() or 1)
         self._executor: ThreadPoolExecutor | None = None
@@ -215,8 +226,6 @@ class LocalOnnxEmbedder:
             self._pad_id = 0 if pad_id is None else pad_id
 
             session = self._session_for("model.onnx")
-            if self.config.fp32_max_tokens > 0 and (self.path / "model_fp32.onnx").is_file():
-                self._fp32_session = self._session_for("model_fp32.onnx")
             if self._dimension is None:  # no manifest: ask the graph, or run it once
                 last = session.get_outputs()[0].shape[-1]
                 probe = [tok.encode("dimension probe")]
@@ -254,13 +263,16 @@ class LocalOnnxEmbedder:
         self._load()
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        encs = self._tok.encode_batch(list(texts))
+        # one text (a search query): encode, not encode_batch (0.06 against 0.16 ms p50)
+        encs = (self._tok.encode_batch(list(texts)) if len(texts) > 1
+                else [self._tok.encode(texts[0])])
         lens = [len(e.ids) for e in encs]
         # Sorted by length, cut into chunks of near-equal length (see length_chunks).
         order = sorted(range(len(texts)), key=lambda i: lens[i])
-        cut = self.config.fp32_max_tokens if self._fp32_session is not None else 0
+        cut = self.config.fp32_max_tokens if self._has_fp32 else 0
         short = [i for i in order if lens[i] <= cut]
-        routes = [(self._fp32_session, short), (self._session, order[len(short) :])]
+        routes = [(self._short_session() if short else None, short),
+                  (self._session, order[len(short) :])]
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
         parallel = sum(lens) >= PARALLEL_MIN_TOKENS  # worth all workers
         jobs: list[tuple[Any, list[int]]] = []
@@ -274,12 +286,21 @@ class LocalOnnxEmbedder:
             session, chunk = job
             out[chunk] = self._run(session, [encs[i] for i in chunk])
 
-        if len(jobs) == 1 or not parallel:
+        if len(jobs) == 1 or not parallel or self._workers == 1:
             for job in jobs:
                 run(job)
         else:
             list(self._pool().map(run, jobs))
         return out
+
+    def _short_session(self) -> Any:
+        """The fp32 graph for texts of at most ``fp32_max_tokens`` word pieces, loaded
+        on the first one."""
+        if self._fp32_session is None:
+            with self._lock:
+                if self._fp32_session is None:
+                    self._fp32_session = self._session_for("model_fp32.onnx")
+        return self._fp32_session
 
     def _pool(self) -> ThreadPoolExecutor:
         with self._lock:
