@@ -308,9 +308,10 @@ def threads_throughput(sysm: Any, queries: list[str], mode: str, clients: int,
 
 
 def one(system: str, workdir: Path, out: Path, queries_n: int, clients: list[int],
-        seconds: float) -> None:
+        seconds: float, limit_docs: int) -> None:
     kind = system.split("@")[0]
     docs, test = load_data()
+    docs = docs[:limit_docs] if limit_docs else docs
     test = test[:queries_n]
     res: dict[str, Any] = {"system": system, "load_start": os.getloadavg(), "t": time.time()}
     peak = TreePeak()
@@ -376,9 +377,12 @@ def drive(a: argparse.Namespace) -> None:
             py = sys.executable if kind == "ragline" else a.peers_python
             if kind == "ragline":
                 env["PYTHONPATH"] = src or str(_REPO / "src")
+            elif a.peer_threads:  # torch's intra-op threads spin at barriers on a loaded CPU
+                env.update(OMP_NUM_THREADS=str(a.peer_threads),
+                           MKL_NUM_THREADS=str(a.peer_threads))
             cmd = [py, __file__, "--system", s, "--workdir", str(wd), "--result", str(res),
                    "--queries", str(a.queries), "--clients", a.clients,
-                   "--seconds", str(a.seconds)]
+                   "--seconds", str(a.seconds), "--limit-docs", str(a.limit_docs)]
             print(time.strftime("%H:%M:%S"), f"rep {rep} {s}, load {os.getloadavg()}",
                   flush=True)
             with (out / f"{slug}_rep{rep}.log").open("w") as logf:
@@ -449,12 +453,17 @@ def main() -> None:
     ap.add_argument("--clients", default="16,100")
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--timeout", type=int, default=1800)
+    ap.add_argument("--peer-threads", type=int, default=0,
+                    help="OMP_NUM_THREADS for the peers' torch (0: torch's default, one per "
+                    "core); ragline's model runs each batch on one thread")
+    ap.add_argument("--limit-docs", type=int, default=0,
+                    help="ingest the first N documents only (0: all 5,183)")
     ap.add_argument("--out", default="/tmp/bench-peers")
     ap.add_argument("--table", action="store_true", help="only print the tables of --out")
     a = ap.parse_args()
     if a.system:
         one(a.system, a.workdir, a.result, a.queries, [int(c) for c in a.clients.split(",")],
-            a.seconds)
+            a.seconds, a.limit_docs)
     elif a.table:
         table(Path(a.out), a.systems.split(","))
     else:
