@@ -19,10 +19,11 @@ same vector.
 The fp32 graph is loaded on the first such text, not with the int8 one: it holds
 ~98 MB of weights that a process embedding passages only (ingestion) never needs.
 
-Batches of 8 texts (``batch_size``), not 32: onnxruntime's arena keeps the memory of
-the largest batch it ran, and 32 SciFact passages (~256 word pieces) took it from
-118 to 492 MB RSS, 8 to 226 MB, at the same CPU per passage (measured, BENCHMARKS.md
-"Where the bytes and milliseconds go").
+Batches of at most ``max_batch_tokens`` padded word pieces (2,048: 8 passages of 256,
+or the 32 texts of ``batch_size`` when they are queries): onnxruntime's arena keeps the
+memory of the largest batch it ran, and 32 SciFact passages took it from 118 to 492 MB
+RSS, 8 to 226 MB, at the same CPU per passage (measured, BENCHMARKS.md "Where the bytes
+and milliseconds go").
 
 ``model`` is either a known name (resolved to ``<models dir>/<name>-onnx-int8``,
 where the models dir is ``models_dir`` / ``$RAGLINE_MODELS_DIR`` /
@@ -68,9 +69,11 @@ BUILD_HINT = "build it with: make install (or python scripts/ensure_model.py)"
 MAX_PADDING = 0.1
 
 
-def length_chunks(order: list[int], lens: list[int], size: int) -> list[list[int]]:
-    """Cut ``order`` (indices sorted by ``lens``) into chunks of at most ``size``
-    whose padding stays under ``MAX_PADDING``.
+def length_chunks(order: list[int], lens: list[int], size: int,
+                  max_tokens: int | None = None) -> list[list[int]]:
+    """Cut ``order`` (indices sorted by ``lens``) into chunks of at most ``size`` texts
+    and ``max_tokens`` padded word pieces (one text alone may exceed it) whose padding
+    stays under ``MAX_PADDING``.
 
     Why: a batch is padded to its longest text, and on this CPU onnxruntime
     gains at most ~15-20 % per text from batching equal lengths, while padding
@@ -85,7 +88,8 @@ def length_chunks(order: list[int], lens: list[int], size: int) -> list[list[int
     for i in order:
         n = lens[i]
         # sorted ascending: adding i pads every text in the chunk to n
-        if chunk and (len(chunk) >= size or n * (len(chunk) + 1) > (real + n) * (1 + MAX_PADDING)):
+        if chunk and (len(chunk) >= size or n * (len(chunk) + 1) > (real + n) * (1 + MAX_PADDING)
+                      or (max_tokens is not None and n * (len(chunk) + 1) > max_tokens)):
             chunks.append(chunk)
             chunk, real = [], 0
         chunk.append(i)
@@ -102,9 +106,11 @@ class LocalOnnxConfig(ProviderConfig):
         "~/.cache/ragline/models/<recipe hash>)."
     )
     max_length: int = Field(256, ge=8, le=512, description="Word pieces per input, incl. specials.")
-    batch_size: int = Field(
-        8, ge=1, le=1024, description="Texts per onnxruntime call (its arena keeps the memory "
-        "of the largest batch: 8 passages +108 MB, 32 +374 MB, same CPU per passage).")
+    batch_size: int = Field(32, ge=1, le=1024, description="Texts per onnxruntime call.")
+    max_batch_tokens: int = Field(
+        2048, ge=8, description="Padded word pieces per onnxruntime call (8 passages of 256; "
+        "32 queries of ~22 fit): its arena keeps the memory of the largest batch it ran, "
+        "+108 MB for 8 SciFact passages against +374 MB for 32, at the same CPU per passage.")
     threads: int | None = Field(
         None, ge=1, description="Batches run in parallel (default: all cores), each on one core."
     )
@@ -280,7 +286,8 @@ class LocalOnnxEmbedder:
             size = self.config.batch_size
             if parallel:
                 size = min(size, -(-len(idx) // self._workers))
-            jobs += [(session, chunk) for chunk in length_chunks(idx, lens, size)]
+            jobs += [(session, chunk) for chunk in
+                     length_chunks(idx, lens, size, self.config.max_batch_tokens)]
 
         def run(job: tuple[Any, list[int]]) -> None:
             session, chunk = job
