@@ -175,6 +175,10 @@ class Settings(BaseSettings):
         "knowledge", description="Collection used when a request names none (search, context, "
         "lesson, per-user ingestion); unset: such requests are a 400 saying so.")
     embedding_cache_size: int = 10_000
+    embedding_cache_bytes: int = Field(
+        32 * 1024 * 1024, ge=0, description="Bytes of query/document embeddings kept in "
+        "memory per embedder (vector plus ~384 bytes of key and bookkeeping each: 10,000 "
+        "384-d vectors are ~19 MB); the least recently used go first. 0: no cache.")
     models_dir: Path | None = Field(
         None,
         description="Where local models are built and found (default "

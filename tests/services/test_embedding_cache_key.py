@@ -95,3 +95,35 @@ def test_a_named_embedder_connection_is_the_cache_keys_connection_id(tmp_path: P
             unknown = client.post("/collections", json={"name": "x",
                                                         "embed": {"provider": "nope"}})
             assert unknown.status_code == 400 and "available" in unknown.json()["detail"]
+
+
+def test_the_cache_is_bounded_by_the_bytes_setting(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """``RAGLINE_EMBEDDING_CACHE_BYTES``: the fake model's 16-d vectors count 64 bytes
+    plus the entry overhead each, so 3 fit in the budget below; ``/info`` shows the bytes
+    held, and the oldest query is embedded again once three newer ones pushed it out."""
+    from ragline.providers.embedders.cache import ENTRY_OVERHEAD
+
+    each = 16 * 4 + ENTRY_OVERHEAD
+    monkeypatch.setenv("RAGLINE_EMBEDDING_CACHE_BYTES", str(3 * each + 10))
+    settings = fake_settings(tmp_path, auth="off")
+    assert settings.embedding_cache_bytes == 3 * each + 10
+    with TestClient(create_app(settings), base_url="http://localhost") as client:
+        client.post("/collections", json={"name": "a", "embed": {"provider": "fake"}})
+        client.post("/collections/a/documents",
+                    json={"documents": [{"id": "1", "text": "robots move"}]})
+        inner = fake_of(client.app.state.ragline, "a")  # type: ignore[attr-defined]
+
+        def search(q: str) -> None:
+            r = client.post("/collections/a/search", json={"query": q, "mode": "dense"})
+            assert r.json()["results"][0]["id"] == "1"
+
+        for q in ("first query", "second query", "third query", "fourth query"):
+            search(q)
+        entry = client.get("/info").json()["embedding_cache"]["fake:fake-bow"]
+        assert entry["bytes"] <= 3 * each + 10 and entry["size"] == 3
+        calls = inner.calls
+        search("fourth query")
+        assert inner.calls == calls  # recent: still cached
+        search("first query")
+        assert inner.calls == calls + 1  # the oldest was evicted by the byte bound

@@ -104,7 +104,8 @@ class EmbedderPool:
                     + (f" with model '{model}'" if model else "") + f": {exc}"
                 ) from exc
             emb = CachedEmbedder(inner, max_entries=self.settings.embedding_cache_size,
-                                 connection=provider)
+                                 connection=provider,
+                                 max_bytes=self.settings.embedding_cache_bytes)
             self._loaded_names.add(provider)
             self._embedders[key] = emb
             self._batchers[key] = MicroBatcher(emb, max_batch=self.settings.embed_max_batch,

@@ -1,4 +1,5 @@
-"""CachedEmbedder: only misses reach the model, keys separate what must differ, LRU bound."""
+"""CachedEmbedder: only misses reach the model, keys separate what must differ, LRU bounds
+by entries and by bytes."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 
 from ragline.providers.embedders.base import Embedder
-from ragline.providers.embedders.cache import CachedEmbedder
+from ragline.providers.embedders.cache import ENTRY_OVERHEAD, CachedEmbedder, entry_bytes
 from ragline.testing.fake_embedder import FakeEmbedder
 
 
@@ -20,7 +21,7 @@ def test_second_identical_query_does_not_call_the_model() -> None:
     second = cached.embed(["what is rag?"], "query")
     assert inner.calls == 1
     np.testing.assert_array_equal(first, second)
-    assert cached.stats() == {"hits": 1, "misses": 1, "size": 1}
+    assert cached.stats() == {"hits": 1, "misses": 1, "size": 1, "bytes": 32 + ENTRY_OVERHEAD}
 
 
 def test_only_missing_texts_reach_the_model_in_one_call_and_order_is_kept() -> None:
@@ -32,7 +33,8 @@ def test_only_missing_texts_reach_the_model_in_one_call_and_order_is_kept() -> N
     assert inner.calls == 2
     expected = np.stack([inner.vector(t) for t in ["e f", "a b", "g h", "e f", "c d"]])
     np.testing.assert_allclose(out, expected, atol=1e-7)
-    assert cached.stats() == {"hits": 2, "misses": 5, "size": 4}
+    assert cached.stats() == {"hits": 2, "misses": 5, "size": 4,
+                              "bytes": 4 * (32 + ENTRY_OVERHEAD)}
 
 
 def test_key_includes_input_type_model_and_connection() -> None:
@@ -78,7 +80,8 @@ def test_protocol_delegation_and_health() -> None:
     assert cached.count_tokens("two words") == 2
     assert "embedding_cache" in cached.capabilities()
     cached.embed(["x"])
-    assert cached.health().details["cache"] == {"hits": 0, "misses": 1, "size": 1}
+    assert cached.health().details["cache"] == {"hits": 0, "misses": 1, "size": 1,
+                                                "bytes": 48 + ENTRY_OVERHEAD}
     assert cached.embed([]).shape == (0, 12)
 
 
@@ -115,6 +118,7 @@ def test_thread_safe_under_concurrent_use() -> None:
     assert not errors
     stats = cached.stats()
     assert stats["size"] <= 50 and stats["hits"] + stats["misses"] == 4 * 200 * 3
+    assert stats["bytes"] == stats["size"] * (8 * 4 + ENTRY_OVERHEAD)  # the count stays true
 
 
 def test_lookup_answers_hits_only_and_never_calls_the_model() -> None:
@@ -125,5 +129,57 @@ def test_lookup_answers_hits_only_and_never_calls_the_model() -> None:
     np.testing.assert_array_equal(cached.lookup("what is rag?", "query"), vec)
     assert cached.lookup("what is rag?", "document") is None  # input_type is in the key
     assert inner.calls == 1
-    assert cached.stats() == {"hits": 1, "misses": 1, "size": 1}
+    assert cached.stats() == {"hits": 1, "misses": 1, "size": 1, "bytes": 32 + ENTRY_OVERHEAD}
     assert CachedEmbedder(inner, max_entries=0).lookup("what is rag?", "query") is None
+
+
+def test_the_byte_bound_evicts_least_recently_used_whatever_the_entry_bound() -> None:
+    inner = FakeEmbedder(dimension=64)  # 256 bytes of data an entry
+    each = 64 * 4 + ENTRY_OVERHEAD
+    cached = CachedEmbedder(inner, max_entries=1_000, max_bytes=3 * each)
+    cached.embed(["one", "two", "three"])
+    cached.embed(["one"])  # refresh "one": "two" is now the oldest
+    cached.embed(["four"])
+    assert cached.stats()["size"] == 3 and cached.stats()["bytes"] == 3 * each
+    calls = inner.calls
+    cached.embed(["one", "three", "four"])
+    assert inner.calls == calls  # all still cached
+    cached.embed(["two"])
+    assert inner.calls == calls + 1  # it was evicted
+    assert cached.stats()["bytes"] <= 3 * each
+
+
+def test_the_same_bytes_hold_fewer_wide_vectors() -> None:
+    budget = 20_000
+    narrow = CachedEmbedder(FakeEmbedder(dimension=16), max_bytes=budget)
+    wide = CachedEmbedder(FakeEmbedder(dimension=1024), max_bytes=budget)
+    texts = [f"text {i}" for i in range(100)]
+    narrow.embed(texts)
+    wide.embed(texts)
+    assert narrow.stats()["size"] == budget // (16 * 4 + ENTRY_OVERHEAD) == 44
+    assert wide.stats()["size"] == budget // (1024 * 4 + ENTRY_OVERHEAD) == 4
+    assert wide.stats()["bytes"] == 4 * entry_bytes(wide.embed(["text 99"])[0])
+    # the most recent texts are the ones kept
+    calls = wide.inner.calls  # type: ignore[attr-defined]
+    wide.embed(texts[-4:])
+    assert wide.inner.calls == calls  # type: ignore[attr-defined]
+
+
+def test_a_vector_larger_than_the_byte_bound_is_not_kept_and_zero_turns_it_off() -> None:
+    inner = FakeEmbedder(dimension=64)
+    tiny = CachedEmbedder(inner, max_bytes=100)
+    tiny.embed(["x"])
+    tiny.embed(["x"])
+    assert inner.calls == 2 and tiny.stats()["size"] == 0 and tiny.stats()["bytes"] == 0
+    off = CachedEmbedder(inner, max_bytes=0)
+    off.embed(["x"])
+    assert off.lookup("x", "document") is None and off.stats()["bytes"] == 0
+    with pytest.raises(ValueError, match="max_bytes"):
+        CachedEmbedder(inner, max_bytes=-1)
+
+
+def test_clear_forgets_the_bytes_too() -> None:
+    cached = CachedEmbedder(FakeEmbedder(dimension=8))
+    cached.embed(["a", "b"])
+    cached.clear()
+    assert cached.stats()["size"] == 0 and cached.stats()["bytes"] == 0

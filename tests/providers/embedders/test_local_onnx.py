@@ -189,3 +189,38 @@ def test_length_chunks_bound_padding_and_size(size: int) -> None:
             assert padded <= sum(lens[i] for i in c) * (1 + MAX_PADDING)
     # equal lengths still fill whole chunks (passages at max_length)
     assert sum(1 for c in chunks if lens[c[0]] == 256) == -(-40 // size)
+
+
+def test_the_fp32_graph_is_loaded_by_the_first_short_text_only(minilm_dir: Path) -> None:
+    """Passages never load the fp32 graph (~98 MB of weights an ingesting process does not
+    need); the first text of at most ``fp32_max_tokens`` word pieces does, and gets the
+    same vector as from an embedder that had it loaded already."""
+    emb = LocalOnnxEmbedder(model=str(minilm_dir), threads=1)
+    passages = emb.embed(DOCS, "document")
+    assert emb._fp32_session is None
+    short = emb.embed(["ok", "a robot"], "query")
+    assert emb._fp32_session is not None
+    warm = LocalOnnxEmbedder(model=str(minilm_dir), threads=1)
+    warm.embed(["a"], "query")  # fp32 loaded first, then the same texts
+    np.testing.assert_allclose(warm.embed(["ok", "a robot"], "query"), short, atol=1e-6)
+    np.testing.assert_allclose(warm.embed(DOCS, "document"), passages, atol=1e-6)
+
+
+def test_batches_are_bounded_by_padded_word_pieces(minilm_dir: Path) -> None:
+    """onnxruntime keeps the memory of its largest batch: 8 passages of 256 word pieces
+    (2,048) per call by default, while 32 queries still share one."""
+    from ragline.providers.embedders.local_onnx import length_chunks
+
+    emb = LocalOnnxEmbedder(model=str(minilm_dir))
+    assert (emb.config.batch_size, emb.config.max_batch_tokens) == (32, 2048)
+    passages = [256] * 20
+    chunks = length_chunks(list(range(20)), passages, 32, 2048)
+    assert [len(c) for c in chunks] == [8, 8, 4]
+    queries = [22] * 40
+    assert [len(c) for c in length_chunks(list(range(40)), queries, 32, 2048)] == [32, 8]
+    assert length_chunks([0], [3000], 32, 2048) == [[0]]  # one text alone may exceed it
+    same = [LONG[:900]] * 20  # equal lengths fill whole batches
+    np.testing.assert_allclose(
+        emb.embed(same)[0],
+        LocalOnnxEmbedder(model=str(minilm_dir), max_batch_tokens=100_000).embed(same)[0],
+        atol=2e-2)

@@ -6,6 +6,11 @@ dashboards, retries), and a hosted embedder charges per call. The key is
 models never share vectors, and query/document embeddings (which differ for
 E5-style models) are kept apart. Only the texts that miss go to the inner
 embedder, in one call.
+
+Bounded twice: by entries (``max_entries``) and by bytes (``max_bytes``: each entry
+counts its vector's bytes plus :data:`ENTRY_OVERHEAD` for the key, the array header
+and the dictionary node), so a 3,072-d model's cache holds as many bytes as a 384-d
+one's, not 8x as many (issue 39).
 """
 
 from __future__ import annotations
@@ -28,9 +33,22 @@ log = logging.getLogger(__name__)
 
 CacheKey = tuple[str, str, str]
 
+ENTRY_OVERHEAD = 384
+"""Bytes an entry costs beyond its vector's data: the key (a 3-tuple holding a 64-char
+hex digest), the ndarray header and the ordered dictionary's node. Measured with
+tracemalloc: 1,900 bytes an entry for 384-d float32 vectors (1,536 of them data)."""
+
+DEFAULT_MAX_BYTES = 32 * 1024 * 1024
+
+
+def entry_bytes(vector: npt.NDArray[np.float32]) -> int:
+    """What one cached vector counts against ``max_bytes``."""
+    return int(vector.nbytes) + ENTRY_OVERHEAD
+
 
 class CachedEmbedder:
-    """Wraps ``inner``; same protocol; thread-safe; bounded to ``max_entries`` vectors.
+    """Wraps ``inner``; same protocol; thread-safe; bounded to ``max_entries`` vectors
+    and ``max_bytes`` bytes (:func:`entry_bytes` each), least recently used out first.
 
     The lock is held only for dictionary work, never while the model runs, so
     concurrent misses for the same text may both embed it (harmless: same
@@ -42,23 +60,29 @@ class CachedEmbedder:
     Config: ClassVar[type[ProviderConfig]] = ProviderConfig
 
     def __init__(self, inner: Embedder, max_entries: int = 10_000,
-                 connection: str | None = None) -> None:
+                 connection: str | None = None,
+                 max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         """``connection``: the id of the embedding connection (the name collections give
         in ``embed.provider``); the cache key is ``connection:model`` (spec 000), so every
         collection on the same connection and model shares the vectors. Unset: the
         embedder's own ``connection_id`` (its endpoint and credentials)."""
         if max_entries < 0:
             raise ValueError("max_entries must be >= 0")
+        if max_bytes < 0:
+            raise ValueError("max_bytes must be >= 0")
         self.inner = inner
         self.connection = connection
         self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._bytes = 0
         self._entries: OrderedDict[CacheKey, npt.NDArray[np.float32]] = OrderedDict()
         self._lock = threading.Lock()
         self._hits = 0
         self._misses = 0
 
     def __repr__(self) -> str:
-        return f"CachedEmbedder({self.inner!r}, max_entries={self.max_entries})"
+        return (f"CachedEmbedder({self.inner!r}, max_entries={self.max_entries}, "
+                f"max_bytes={self.max_bytes})")
 
     # -- delegated protocol ------------------------------------------------------
     @property
@@ -142,10 +166,7 @@ class CachedEmbedder:
             self._hits += hits
             self._misses += len(texts) - hits
             for k in missing:
-                self._entries[k] = found[k]
-                self._entries.move_to_end(k)
-            while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
+                self._put(k, found[k])
         if not texts:
             return np.zeros((0, self.inner.dimension), dtype=np.float32)
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
@@ -156,7 +177,7 @@ class CachedEmbedder:
         The search path asks this before queueing a query for the micro-batcher, so
         a repeated query skips the batch window and the worker thread entirely.
         """
-        if self.max_entries == 0:
+        if self.max_entries == 0 or self.max_bytes == 0:
             return None
         key = self._key(text, input_type)
         with self._lock:
@@ -169,10 +190,29 @@ class CachedEmbedder:
         log.debug("embedding cache %s: 1 hit", key[0])
         return vec
 
+    def _put(self, key: CacheKey, vec: npt.NDArray[np.float32]) -> None:
+        """Store one vector (lock held), then evict the least recently used entries
+        until both bounds hold. A vector larger than ``max_bytes`` is not kept."""
+        old = self._entries.pop(key, None)
+        if old is not None:
+            self._bytes -= entry_bytes(old)
+        size = entry_bytes(vec)
+        if size > self.max_bytes or self.max_entries == 0:
+            return
+        self._entries[key] = vec
+        self._bytes += size
+        while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
+            _, gone = self._entries.popitem(last=False)
+            self._bytes -= entry_bytes(gone)
+
     def stats(self) -> dict[str, int]:
+        """Hits and misses since start; ``size``: entries held; ``bytes``: what they count
+        against ``max_bytes``."""
         with self._lock:
-            return {"hits": self._hits, "misses": self._misses, "size": len(self._entries)}
+            return {"hits": self._hits, "misses": self._misses, "size": len(self._entries),
+                    "bytes": self._bytes}
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._bytes = 0

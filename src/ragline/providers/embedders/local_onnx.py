@@ -16,6 +16,14 @@ nothing in fp32, so texts of at most ``fp32_max_tokens`` word pieces (default 8,
 Queries are mostly longer: int8 makes the search path ~1.6x cheaper than fp32
 (BENCHMARKS.md). The route depends only on the text, so a text always gets the
 same vector.
+The fp32 graph is loaded on the first such text, not with the int8 one: it holds
+~98 MB of weights that a process embedding passages only (ingestion) never needs.
+
+Batches of at most ``max_batch_tokens`` padded word pieces (2,048: 8 passages of 256,
+or the 32 texts of ``batch_size`` when they are queries): onnxruntime's arena keeps the
+memory of the largest batch it ran, and 32 SciFact passages took it from 118 to 492 MB
+RSS, 8 to 226 MB, at the same CPU per passage (measured, BENCHMARKS.md "Where the bytes
+and milliseconds go").
 
 ``model`` is either a known name (resolved to ``<models dir>/<name>-onnx-int8``,
 where the models dir is ``models_dir`` / ``$RAGLINE_MODELS_DIR`` /
@@ -61,9 +69,11 @@ BUILD_HINT = "build it with: make install (or python scripts/ensure_model.py)"
 MAX_PADDING = 0.1
 
 
-def length_chunks(order: list[int], lens: list[int], size: int) -> list[list[int]]:
-    """Cut ``order`` (indices sorted by ``lens``) into chunks of at most ``size``
-    whose padding stays under ``MAX_PADDING``.
+def length_chunks(order: list[int], lens: list[int], size: int,
+                  max_tokens: int | None = None) -> list[list[int]]:
+    """Cut ``order`` (indices sorted by ``lens``) into chunks of at most ``size`` texts
+    and ``max_tokens`` padded word pieces (one text alone may exceed it) whose padding
+    stays under ``MAX_PADDING``.
 
     Why: a batch is padded to its longest text, and on this CPU onnxruntime
     gains at most ~15-20 % per text from batching equal lengths, while padding
@@ -78,7 +88,8 @@ def length_chunks(order: list[int], lens: list[int], size: int) -> list[list[int
     for i in order:
         n = lens[i]
         # sorted ascending: adding i pads every text in the chunk to n
-        if chunk and (len(chunk) >= size or n * (len(chunk) + 1) > (real + n) * (1 + MAX_PADDING)):
+        if chunk and (len(chunk) >= size or n * (len(chunk) + 1) > (real + n) * (1 + MAX_PADDING)
+                      or (max_tokens is not None and n * (len(chunk) + 1) > max_tokens)):
             chunks.append(chunk)
             chunk, real = [], 0
         chunk.append(i)
@@ -96,6 +107,10 @@ class LocalOnnxConfig(ProviderConfig):
     )
     max_length: int = Field(256, ge=8, le=512, description="Word pieces per input, incl. specials.")
     batch_size: int = Field(32, ge=1, le=1024, description="Texts per onnxruntime call.")
+    max_batch_tokens: int = Field(
+        2048, ge=8, description="Padded word pieces per onnxruntime call (8 passages of 256; "
+        "32 queries of ~22 fit): its arena keeps the memory of the largest batch it ran, "
+        "+108 MB for 8 SciFact passages against +374 MB for 32, at the same CPU per passage.")
     threads: int | None = Field(
         None, ge=1, description="Batches run in parallel (default: all cores), each on one core."
     )
@@ -163,7 +178,9 @@ class LocalOnnxEmbedder:
         self._dimension: int | None = self.manifest.get("dimension")
         self._lock = threading.Lock()
         self._session: Any = None
-        self._fp32_session: Any = None
+        self._fp32_session: Any = None  # loaded by the first short text (_short_session)
+        self._has_fp32 = (self.config.fp32_max_tokens > 0
+                          and (self.path / "model_fp32.onnx").is_file())
         self._pad_id = 0
         self._workers = self.config.threads or (os.cpu_count() or 1)
         self._executor: ThreadPoolExecutor | None = None
@@ -215,8 +232,6 @@ class LocalOnnxEmbedder:
             self._pad_id = 0 if pad_id is None else pad_id
 
             session = self._session_for("model.onnx")
-            if self.config.fp32_max_tokens > 0 and (self.path / "model_fp32.onnx").is_file():
-                self._fp32_session = self._session_for("model_fp32.onnx")
             if self._dimension is None:  # no manifest: ask the graph, or run it once
                 last = session.get_outputs()[0].shape[-1]
                 probe = [tok.encode("dimension probe")]
@@ -254,13 +269,16 @@ class LocalOnnxEmbedder:
         self._load()
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        encs = self._tok.encode_batch(list(texts))
+        # one text (a search query): encode, not encode_batch (0.06 against 0.16 ms p50)
+        encs = (self._tok.encode_batch(list(texts)) if len(texts) > 1
+                else [self._tok.encode(texts[0])])
         lens = [len(e.ids) for e in encs]
         # Sorted by length, cut into chunks of near-equal length (see length_chunks).
         order = sorted(range(len(texts)), key=lambda i: lens[i])
-        cut = self.config.fp32_max_tokens if self._fp32_session is not None else 0
+        cut = self.config.fp32_max_tokens if self._has_fp32 else 0
         short = [i for i in order if lens[i] <= cut]
-        routes = [(self._fp32_session, short), (self._session, order[len(short) :])]
+        routes = [(self._short_session() if short else None, short),
+                  (self._session, order[len(short) :])]
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
         parallel = sum(lens) >= PARALLEL_MIN_TOKENS  # worth all workers
         jobs: list[tuple[Any, list[int]]] = []
@@ -268,18 +286,28 @@ class LocalOnnxEmbedder:
             size = self.config.batch_size
             if parallel:
                 size = min(size, -(-len(idx) // self._workers))
-            jobs += [(session, chunk) for chunk in length_chunks(idx, lens, size)]
+            jobs += [(session, chunk) for chunk in
+                     length_chunks(idx, lens, size, self.config.max_batch_tokens)]
 
         def run(job: tuple[Any, list[int]]) -> None:
             session, chunk = job
             out[chunk] = self._run(session, [encs[i] for i in chunk])
 
-        if len(jobs) == 1 or not parallel:
+        if len(jobs) == 1 or not parallel or self._workers == 1:
             for job in jobs:
                 run(job)
         else:
             list(self._pool().map(run, jobs))
         return out
+
+    def _short_session(self) -> Any:
+        """The fp32 graph for texts of at most ``fp32_max_tokens`` word pieces, loaded
+        on the first one."""
+        if self._fp32_session is None:
+            with self._lock:
+                if self._fp32_session is None:
+                    self._fp32_session = self._session_for("model_fp32.onnx")
+        return self._fp32_session
 
     def _pool(self) -> ThreadPoolExecutor:
         with self._lock:
