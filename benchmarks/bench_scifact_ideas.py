@@ -204,8 +204,7 @@ class Lab:
     def evaluate(self, split: str, s: Arr, qids: list[str]) -> tuple[float, float]:
         runs = {}
         for i, qid in enumerate(qids):
-            top = np.argpartition(-s[i], 100)[:100]
-            top = top[np.argsort(-s[i, top])]
+            top = np.argsort(-s[i], kind="stable")[:100]
             runs[qid] = {self.doc_ids[j]: float(100 - r) for r, j in enumerate(top)
                          if np.isfinite(s[i, j])}
         per = pytrec_eval.RelevanceEvaluator(self.qrels[split], {"ndcg_cut.10", "recall.100"}
@@ -228,12 +227,13 @@ def qrels(path: Path) -> dict[str, dict[str, int]]:
     return out
 
 
-def cand(s: Arr, k: int) -> Arr:
-    """Each row's top-k; the rest -inf (not retrieved)."""
+def cand(s: Arr, k: int, matches: bool = False) -> Arr:
+    """Each row's top-k; the rest -inf (not retrieved). ``matches``: a BM25 leg, which
+    returns only documents sharing a term with the query (score > 0)."""
     idx = np.argpartition(-s, k, axis=1)[:, :k]
     m = np.zeros_like(s, dtype=bool)
     np.put_along_axis(m, idx, True, axis=1)
-    return np.where(m, s, NEG)
+    return np.where(m & (s > 0) if matches else m, s, NEG)
 
 
 def _rowwise(fn: Callable[[Arr], Arr]) -> Callable[[Arr], Arr]:
@@ -247,6 +247,8 @@ def _rowwise(fn: Callable[[Arr], Arr]) -> Callable[[Arr], Arr]:
 
 
 def _dbsf(v: Arr) -> Arr:
+    if len(v) < 2:
+        return np.full_like(v, 0.5)
     mu, sd = v.mean(), v.std(ddof=1)
     return (v - mu + 3 * sd) / (6 * sd) if sd > 0 else np.full_like(v, 0.5)
 
@@ -282,7 +284,7 @@ def rrf(a: Arr, b: Arr, k: int) -> Arr:
 
 
 def hybrid(d: Arr, s: Arr, k: int = 100, w: float = 0.5, norm: str = "dbsf") -> Arr:
-    return fuse([(cand(d, k), w), (cand(s, k), 1 - w)], norm)
+    return fuse([(cand(d, k), w), (cand(s, k, True), 1 - w)], norm)
 
 
 def experiments(lab: Lab, qids: list[str]) -> list[tuple[str, Arr]]:
@@ -294,9 +296,9 @@ def experiments(lab: Lab, qids: list[str]) -> list[tuple[str, Arr]]:
         for w in (0.3, 0.4, 0.5, 0.6):
             if (norm, w) != ("dbsf", 0.5):
                 out.append((f"{norm}, dense weight {w}", hybrid(d, s, w=w, norm=norm)))
-    out += [(f"rrf k={k}", rrf(cand(d, 100), cand(s, 100), k)) for k in (10, 60)]
+    out += [(f"rrf k={k}", rrf(cand(d, 100), cand(s, 100, True), k)) for k in (10, 60)]
     out += [(f"DBSF, {k} candidates", hybrid(d, s, k)) for k in (50, 200)]
-    union = np.isfinite(cand(d, 100)) | np.isfinite(cand(s, 100))
+    union = np.isfinite(cand(d, 100)) | np.isfinite(cand(s, 100, True))
     out.append(("DBSF, full scores over the union",
                 fuse([(np.where(union, d, NEG), 0.5), (np.where(union, s, NEG), 0.5)])))
     for k1, b in ((0.9, 0.4), (1.2, 0.5), (1.5, 0.75), (2.0, 0.75)):
@@ -324,7 +326,7 @@ def experiments(lab: Lab, qids: list[str]) -> list[tuple[str, Arr]]:
     out.append(("title-only BM25", title))
     for w in (0.1, 0.2):
         out.append((f"DBSF + title BM25 leg (weight {w})",
-                    fuse([(cand(d, 100), 0.5), (cand(s, 100), 0.5),
+                    fuse([(cand(d, 100), 0.5), (cand(s, 100, True), 0.5),
                           (np.where(union, title, NEG), w)])))
     if lab.sent is not None:
         mp = lab.maxp(qids)
@@ -334,7 +336,7 @@ def experiments(lab: Lab, qids: list[str]) -> list[tuple[str, Arr]]:
             out.append((f"hybrid, dense leg {a} cosine + {1 - a:g} MaxP",
                         hybrid(a * d + (1 - a) * mp, s)))
         out.append(("3 legs: dense 0.25, BM25 0.5, MaxP 0.25",
-                    fuse([(cand(d, 100), 0.25), (cand(s, 100), 0.5), (cand(mp, 100), 0.25)])))
+                    fuse([(cand(d, 100), 0.25), (cand(s, 100, True), 0.5), (cand(mp, 100), 0.25)])))
     return out
 
 
