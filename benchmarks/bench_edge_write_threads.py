@@ -30,9 +30,9 @@ import qdrant_edge as q
 
 from ragline.core.ids import point_id
 from ragline.providers.stores.qdrant_common.filters import point_payload
-from ragline.providers.stores.qdrant_edge.config import QdrantEdgeConfig, search_config
+from ragline.providers.stores.qdrant_edge.config import QdrantEdgeConfig
 from ragline.providers.stores.qdrant_edge.generation import Generation
-from ragline.providers.stores.qdrant_edge.host import edge_config
+from ragline.providers.stores.qdrant_edge.host import edge_config, search_config
 
 BATCH = 1000
 Batch = tuple[list[Any], np.ndarray, list[dict[str, Any]]]

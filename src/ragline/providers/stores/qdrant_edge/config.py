@@ -1,13 +1,12 @@
 """The store's options, and what Edge and a generation are given of them.
 
-Both sides of the process boundary read this module: the server validates the
-options, a host process (:mod:`.host`) gets them as JSON and validates them again.
-It does not import Edge (the server never does).
+The server validates the options; a host process (:mod:`.host`) gets them as JSON,
+already valid, and reads them without pydantic (its start-up is an interpreter's).
+This module does not import Edge (the server never does).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -80,19 +79,3 @@ class QdrantEdgeConfig(ProviderConfig):
                     "served by a host process now (the in-process mode was removed); "
                     "remove shard_processes from RAGLINE_STORE_OPTIONS")
         return data
-
-
-@dataclass(frozen=True)
-class SearchConfig:
-    """What a generation needs of the options."""
-
-    exact_search_max_matches: int
-    hnsw_ef: int
-    filter_links: bool
-    index_memory: str
-    full_scan_threshold_kb: int
-
-
-def search_config(c: QdrantEdgeConfig) -> SearchConfig:
-    return SearchConfig(c.exact_search_max_matches, c.hnsw_ef, c.filter_links,
-                        c.index_memory, c.hnsw_full_scan_threshold_kb)

@@ -37,7 +37,6 @@ from ragline.core.tenancy import TenantScope, first_by_id, tenants_of
 from ragline.core.types import Page, Record, ScoredRecord, StoreQuery
 from ragline.providers.stores.qdrant_common.filters import TENANT, field_path
 from ragline.providers.stores.qdrant_edge import resident
-from ragline.providers.stores.qdrant_edge.config import SearchConfig
 from ragline.providers.stores.qdrant_edge.queries import (
     EXACT,
     TEXT,
@@ -95,6 +94,17 @@ def _points(ids: list[Any], rows: np.ndarray, payloads: list[dict[str, Any]]) ->
     1,000 384-d points with payloads, from lists 43 ms + 11 ms of one tolist()."""
     return [q.Point(pid, {VECTOR: vec}, pl)
             for pid, vec, pl in zip(ids, rows.tolist(), payloads, strict=True)]
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """What a generation needs of the store's options."""
+
+    exact_search_max_matches: int
+    hnsw_ef: int
+    filter_links: bool
+    index_memory: str
+    full_scan_threshold_kb: int
 
 
 class Generation:

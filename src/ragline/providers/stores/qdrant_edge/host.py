@@ -26,15 +26,16 @@ import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import qdrant_edge as q
 
 from ragline.observability.memory import release_freed_memory
 from ragline.providers.stores.qdrant_edge import lifetime, wire
-from ragline.providers.stores.qdrant_edge.config import QdrantEdgeConfig, search_config
 from ragline.providers.stores.qdrant_edge.generation import (
     Generation,
+    SearchConfig,
     base_index_params,
     index_memory,
     index_params,
@@ -44,7 +45,7 @@ from ragline.providers.stores.qdrant_edge.queries import VECTOR
 from ragline.providers.stores.qdrant_edge.resident import read_ahead
 
 
-def edge_config(c: QdrantEdgeConfig, dimension: int) -> Any:
+def edge_config(c: Any, dimension: int) -> Any:
     """The shard config for create and load (load rewrites the runtime settings, so
     changing them in ragline's settings applies to existing shards too)."""
     return q.EdgeConfig(
@@ -58,9 +59,15 @@ def edge_config(c: QdrantEdgeConfig, dimension: int) -> Any:
     )
 
 
-def open_generation(mode: str, path: Path, dim: int, cfg: QdrantEdgeConfig) -> Generation:
+def search_config(c: Any) -> SearchConfig:
+    return SearchConfig(c.exact_search_max_matches, c.hnsw_ef, c.filter_links,
+                        c.index_memory, c.hnsw_full_scan_threshold_kb)
+
+
+def open_generation(mode: str, path: Path, dim: int, cfg: Any) -> Generation:
     """Open (``open``) or create (``create``) the generation at ``path`` in this process
-    (a host; tests that put fakes in front of Edge call it too)."""
+    (a host; tests that put fakes in front of Edge call it too). ``cfg``: the store's
+    options (a :class:`.config.QdrantEdgeConfig`, or its fields as attributes)."""
     search = search_config(cfg)
     if mode == "create":
         gen = Generation(q.EdgeShard.create(str(path), edge_config(cfg, dim)), search)
@@ -87,7 +94,7 @@ def open_generation(mode: str, path: Path, dim: int, cfg: QdrantEdgeConfig) -> G
     return gen
 
 
-def build(path: Path, dim: int, cfg: QdrantEdgeConfig) -> None:
+def build(path: Path, dim: int, cfg: Any) -> None:
     """The build step on the copy at ``path`` (see the module's docstring)."""
     os.nice(cfg.build_nice)
     shard = q.EdgeShard.load(str(path), edge_config(cfg, dim))
@@ -164,7 +171,7 @@ def main(argv: list[str]) -> int:
         # shard (taken before this check, the lock leaves no gap: it waits for us)
         return 0
     try:
-        cfg = QdrantEdgeConfig(**options)
+        cfg = SimpleNamespace(**options)  # validated by the server
         if mode == "build":
             build(path, dim, cfg)
             wire.send(control, ("ready", None))

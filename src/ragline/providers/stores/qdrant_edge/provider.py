@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -313,7 +314,7 @@ class QdrantEdgeStore:
         if not builder.run():
             return False
         self.last_build = builder.timings()
-        self.last_phases = dict(builder.phases.began)
+        self.last_phases = {**builder.phases.began, "end": time.monotonic()}
         log.info("index build of %s: %s", key,
                  {name: round(v, 4) for name, v in self.last_build.items()})
         return True
