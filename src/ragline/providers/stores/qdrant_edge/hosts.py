@@ -137,30 +137,33 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
 
 
 class Spawner:
-    """Starts host processes, all from one thread that lives until :meth:`close` (the
+    """Starts host processes, all from one thread that lives as long as this process (the
     parent-death signal follows the thread that started a process: :mod:`.lifetime`),
-    and keeps one started and waiting once the first is asked for (``prestart``: at
-    once, for a store with shards to open)."""
+    made at the first start, and keeps one started and waiting from then on
+    (``prestart``: at once, for a store with shards to open)."""
 
     def __init__(self, prestart: bool = False) -> None:
         self._ready: queue.Queue[_Started | BaseException] = queue.Queue()
         self._wanted = threading.Semaphore(0)
+        self._lock = threading.Lock()
         self._primed = False
-        self._closed = False
-        threading.Thread(target=self._run, name="ragline-hosts", daemon=True).start()
+        self._thread: threading.Thread | None = None
         if prestart:
             self._prime()
 
     def _prime(self) -> None:
-        if not self._primed:
-            self._primed = True
-            self._wanted.release()
+        with self._lock:
+            if not self._primed:
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._run, name="ragline-hosts",
+                                                    daemon=True)
+                    self._thread.start()
+                self._primed = True
+                self._wanted.release()
 
     def _run(self) -> None:
         while True:
             self._wanted.acquire()
-            if self._closed:
-                return
             try:
                 mine, theirs = socket.socketpair()
                 with theirs:
@@ -201,9 +204,9 @@ class Spawner:
         return host
 
     def close(self) -> None:
-        """End the waiting hosts and the thread (after the hosts it started)."""
-        self._closed = True
-        self._wanted.release()
+        """End the waiting hosts (a later :meth:`start` starts them again)."""
+        with self._lock:
+            self._primed = False
         while True:
             try:
                 got = self._ready.get_nowait()

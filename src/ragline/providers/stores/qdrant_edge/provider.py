@@ -93,7 +93,6 @@ class QdrantEdgeStore:
     ]
 
     def __init__(self, config: QdrantEdgeConfig) -> None:
-        self.config = config
         self.root = Path(config.path)
         self.root.mkdir(parents=True, exist_ok=True)
         self.table = ShardTable(self.root, config)
@@ -102,6 +101,15 @@ class QdrantEdgeStore:
         self._sizes: dict[str, UsageCache] = {}  # size_bytes per shard, likewise
         self.last_build: dict[str, float] = {}  # timings of the last background build
         self.last_phases: dict[str, float] = {}  # when each of its phases began (monotonic)
+
+    @property
+    def config(self) -> QdrantEdgeConfig:
+        """The options (the table's: generations opened later get a new value)."""
+        return self.table.config
+
+    @config.setter
+    def config(self, value: QdrantEdgeConfig) -> None:
+        self.table.config = value
 
     # -- shards -------------------------------------------------------------------
     def has_shard(self, key: str) -> bool:
