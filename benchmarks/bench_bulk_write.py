@@ -42,8 +42,8 @@ from bench_scale import ROOT, Data, Server, dumps, write
 
 def cpu_s(pid: int) -> float:
     """User + system CPU seconds so far of a process (all its threads) and of every
-    process under it: with ``shard_processes`` on, Edge's work runs in shard processes
-    (children of the server's fork server), which the server's own figure leaves out."""
+    process under it: Edge's work runs in host processes (the server's children), which
+    the server's own figure leaves out."""
     stats = {}
     for p in Path("/proc").iterdir():
         if p.name.isdigit():

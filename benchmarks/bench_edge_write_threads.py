@@ -30,9 +30,9 @@ import qdrant_edge as q
 
 from ragline.core.ids import point_id
 from ragline.providers.stores.qdrant_common.filters import point_payload
+from ragline.providers.stores.qdrant_edge.config import QdrantEdgeConfig
 from ragline.providers.stores.qdrant_edge.generation import Generation
-from ragline.providers.stores.qdrant_edge.host import search_config
-from ragline.providers.stores.qdrant_edge.provider import QdrantEdgeConfig, QdrantEdgeStore
+from ragline.providers.stores.qdrant_edge.host import edge_config, search_config
 
 BATCH = 1000
 Batch = tuple[list[Any], np.ndarray, list[dict[str, Any]]]
@@ -56,7 +56,7 @@ def batches(n: int, seed: int) -> list[Batch]:
 def generation() -> Iterator[Generation]:
     with tempfile.TemporaryDirectory() as d:
         cfg = QdrantEdgeConfig(path=Path(d))
-        gen = Generation(q.EdgeShard.create(d + "/s", QdrantEdgeStore.edge_config(cfg, 384)),
+        gen = Generation(q.EdgeShard.create(d + "/s", edge_config(cfg, 384)),
                          search_config(cfg))
         gen.create_base_indexes()
         for f, k in (("metadata.cat", "keyword"), ("metadata.tier", "integer"),

@@ -47,6 +47,7 @@ from bench_scale import DIM, SHAPES, Data
 from ragline.core.filters import Limits, parse_where
 from ragline.core.types import Record, SearchMode, StoreQuery
 from ragline.providers.stores.qdrant_edge import generations
+from ragline.providers.stores.qdrant_edge.host import edge_config, open_generation
 from ragline.providers.stores.qdrant_edge.provider import (
     QdrantEdgeConfig,
     QdrantEdgeStore,
@@ -112,8 +113,7 @@ class Ticker:
 
 def build(path: Path, data: Data, memory: str, nice: int = 10) -> QdrantEdgeStore:
     store = QdrantEdgeStore(QdrantEdgeConfig(path=path, index_memory=memory,  # type: ignore[arg-type]
-                                             build_nice=nice,
-                                             shard_processes=False))  # reads the shard
+                                             build_nice=nice))
     if store.index_status("k") == (data.size, data.size):
         print(f"{memory}: reusing the built shard in {path}", file=sys.stderr)
         return store
@@ -167,11 +167,7 @@ def main() -> None:
         if not args.skip_swap:
             out["load"] = swap_times(stores, args.load_reps)
         # -- plans, on every placement, interleaved per query
-        stores = {m: QdrantEdgeStore(QdrantEdgeConfig(  # type: ignore[arg-type]
-            path=work / m, index_memory=m, shard_processes=False))  # reads the shard
-                  for m in stores}
-        for store in stores.values():
-            store.index_status("k")  # opens the shard
+        here = {m: Here(work / m, m) for m in stores}
         rng = np.random.default_rng(99)
         queries = data.centres[rng.integers(0, 1000, args.queries)] + rng.normal(
             size=(args.queries, DIM)).astype(np.float32) * 0.6
@@ -186,15 +182,15 @@ def main() -> None:
             shapes.update({n: (w, f(data)) for n, (w, f) in EXTRA.items()})
         rows = []
         for name, (where, mask) in shapes.items():
-            rows.extend(measure_shape(stores, name, where, mask, scores, queries))
+            rows.extend(measure_shape(here, name, where, mask, scores, queries))
         print("\n| filter | indexes | plan | p50 ms | p95 ms | recall@10 |\n"
               "|---|---|---|---:|---:|---:|")
         for r in rows:
             print(f"| {r['filter']} | {r['indexes']} | {r['plan']} | {r['p50']:.2f} | "
                   f"{r['p95']:.2f} | {r['recall']:.3f} |")
         out["plans"] = rows
-        for store in stores.values():
-            store.close()
+        for h in here.values():
+            h.gen.close()
     finally:
         if args.dir is None:
             shutil.rmtree(work, ignore_errors=True)
@@ -218,7 +214,7 @@ def swap_times(stores: dict[str, QdrantEdgeStore],
     for _ in range(reps):
         for m, store in stores.items():
             path = generations.current(store.root / "k")
-            cfg = store._edge_config(DIM)
+            cfg = edge_config(store.config, DIM)
             mark = len(ticker.gaps)
             t = time.perf_counter()
             shard = q.EdgeShard.load(str(path), cfg)
@@ -241,7 +237,24 @@ def swap_times(stores: dict[str, QdrantEdgeStore],
     return loads
 
 
-def measure_shape(stores: dict[str, QdrantEdgeStore], name: str,
+class Here:
+    """A built shard's generation opened in this process, as a host opens it (the store
+    closed): the store's plan is ``Generation.query_batch`` without the round trip to a
+    host, the raw plans are calls of its Edge shard."""
+
+    def __init__(self, path: Path, memory: str) -> None:
+        self.config = QdrantEdgeConfig(path=path, index_memory=memory)  # type: ignore[arg-type]
+        self.gen = open_generation("open", generations.current(path / "k"), DIM, self.config)
+        self.shard = self.gen.shard
+
+    def query_batch(self, key: str, sqs: list[StoreQuery]) -> list[list[Any]]:
+        return self.gen.query_batch(sqs)
+
+    def plan(self, key: str, sq: StoreQuery) -> Any:
+        return self.gen.plan(sq)
+
+
+def measure_shape(stores: dict[str, Here], name: str,
                   where: dict[str, Any] | None, mask: np.ndarray, scores: np.ndarray,
                   queries: np.ndarray) -> list[dict[str, Any]]:
     """Every plan for one filter shape, interleaved query by query: p50/p95 and
@@ -262,7 +275,7 @@ def measure_shape(stores: dict[str, QdrantEdgeStore], name: str,
         chosen[m] = f"{STORE}: {dp.kind}, estimate {dp.estimate}" if dp else STORE
     for qi, qv in enumerate(queries):
         for m, store in stores.items():
-            sh = store._shards["k"]
+            sh = store
             turn = qi % len(plans)  # the order rotates: no plan always follows a slow one
             for plan in plans[turn:] + plans[:turn]:
                 t = time.perf_counter()
@@ -303,12 +316,12 @@ def merge(parts: list[list[Any]]) -> list[Any]:
     return sorted(best.values(), key=lambda p: p.score, reverse=True)[:10]
 
 
-def new_plan(store: QdrantEdgeStore, node: Any, qv: np.ndarray) -> list[Any]:
+def new_plan(store: Here, node: Any, qv: np.ndarray) -> list[Any]:
     """This tree's plan as raw Edge calls (the store's plan + the short re-run)."""
-    sh = store._shards["k"]
+    sh = store
     flt = tenant_filter("default", node)
     # the whole plan, Edge parameters included (store.plan leaves them out: a plan made
-    # in a shard process has to cross a pipe); the store runs with shard_processes off here
+    # in a host has to cross a socket); the generation is opened in this process here
     info = sh.shard.info()
     dp = sh.gen._dense_plan(info, sh.gen.linked(info),
                             StoreQuery("default", SearchMode.DENSE, 10, vector=qv, where=node),
@@ -323,11 +336,11 @@ def new_plan(store: QdrantEdgeStore, node: Any, qv: np.ndarray) -> list[Any]:
     return pts
 
 
-def old_plan(store: QdrantEdgeStore, node: Any, qv: np.ndarray) -> list[Any]:
+def old_plan(store: Here, node: Any, qv: np.ndarray) -> list[Any]:
     """The baseline checkout's plan (its ``search_params`` and ``split_by_value``, as its
     provider calls them) as raw Edge calls; its linked fields: every metadata field
     with per-value links (keyword and integer)."""
-    sh = store._shards["k"]
+    sh = store
     info = sh.shard.info()
     flt = tenant_filter("default", node)
     linked = frozenset(p[len("metadata."):] for p, pi in info.payload_schema.items()

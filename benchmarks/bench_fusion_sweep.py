@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import qdrant_edge as q
+from edge_here import edge_here
 
 from ragline.evaluation import beir as b
 from ragline.facade import Ragline
@@ -30,15 +31,14 @@ def main() -> None:
     ap.add_argument("--split", default="train")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    # Edge in this process: the sweep reads the EdgeShard itself
-    rl = Ragline(Settings(data_dir=Path(args.data_dir),
-                          store_options={"shard_processes": False})).start()
+    rl = Ragline(Settings(data_dir=Path(args.data_dir))).start()
     data = b.load(Path(args.dataset), split=args.split)
     info = rl.services.collections.get(args.collection)
     assert info.embedding_provider
     emb = rl.services.embedders.get(info.embedding_provider, info.embedding_model)
     vecs = {qid: emb.embed([t], "query")[0].tolist() for qid, t in data.queries.items()}
-    shard: Any = rl.services.store._require(info.shard).shard  # type: ignore[attr-defined]
+    # the sweep times raw Edge calls: on a copy of the shard opened in this process
+    shard: Any = edge_here(rl.services.store, info.shard).shard  # type: ignore[arg-type]
     flt = tenant_filter(rl.tenant, None)
 
     def run(fusion: Any, depth: int) -> dict[str, float]:

@@ -124,8 +124,6 @@ CONFIGS = {
     "embed_batching_off": {"RAGLINE_EMBED_MAX_BATCH": "1", "RAGLINE_EMBED_MAX_WAIT_MS": "0"},
     "all_batching_off": {"RAGLINE_EMBED_MAX_BATCH": "1", "RAGLINE_EMBED_MAX_WAIT_MS": "0",
                          "RAGLINE_SEARCH_MAX_BATCH": "1"},
-    # Edge in the server process instead of a shard process per open shard
-    "shard_processes_off": {"RAGLINE_STORE_OPTIONS": '{"shard_processes": false}'},
     # model threads: one micro-batch at a time, or more than the default (one per core)
     "embed_workers_1": {"RAGLINE_EMBED_WORKERS": "1"},
     "embed_workers_4": {"RAGLINE_EMBED_WORKERS": "4"},

@@ -62,6 +62,9 @@ import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from edge_here import edge_here  # noqa: E402
 
 from ragline.catalog.sqlite import Catalog  # noqa: E402
 from ragline.core.filters import Node, parse_where  # noqa: E402
@@ -472,8 +475,7 @@ def probe_params(
     which search setting gives what recall (to tune exact_search_max_matches / hnsw_ef)."""
     import qdrant_edge as q
 
-    sh = store._require(KEY)
-    assert sh is not None
+    sh = edge_here(store, KEY)  # raw Edge calls: on a copy opened here
     settings: list[tuple[str, Any]] = [("exact", q.SearchParams(exact=True))]
     settings += [(f"ef={ef}", q.SearchParams(hnsw_ef=ef)) for ef in efs]
     out: dict[str, Any] = {}
@@ -498,8 +500,7 @@ def probe_sweep(
     shard queries with exact search, several hnsw_ef values and ACORN (single pass)."""
     import qdrant_edge as q
 
-    sh = store._require(KEY)
-    assert sh is not None
+    sh = edge_here(store, KEY)  # raw Edge calls: on a copy opened here
     settings: list[tuple[str, Any]] = [("exact", q.SearchParams(exact=True))]
     settings += [(f"ef={ef}", q.SearchParams(hnsw_ef=ef)) for ef in efs]
     settings.append(("acorn", q.SearchParams(acorn=q.AcornSearchParams(enable=True))))
@@ -522,8 +523,7 @@ def probe_sweep(
 
 
 def measure_empty(root: Path, d: Data, n_empty: int, dim: int) -> dict[str, Any]:
-    # Edge in this process: the benchmark reads the EdgeShard itself (sh.shard)
-    store = QdrantEdgeStore(QdrantEdgeConfig(path=root / "shards", shard_processes=False))
+    store = QdrantEdgeStore(QdrantEdgeConfig(path=root / "shards"))
     catalog = Catalog(root / "catalog.sqlite")
     cs = CollectionService(catalog, store)
     out: dict[str, Any] = {"docs": n_empty, "loadavg_start": loadavg()}
@@ -773,7 +773,6 @@ def main() -> None:
     store = QdrantEdgeStore(
         QdrantEdgeConfig(
             path=work / "store", hnsw_ef=args.hnsw_ef, exact_search_max_matches=args.exact_max,
-            shard_processes=False,  # the benchmark reads the EdgeShard itself (sh.shard)
         )
     )
     if args.reuse:
@@ -796,13 +795,14 @@ def main() -> None:
         r["states"]["plain"] = measure_state(
             store, d, plans, args.queries, args.reps, args.qps_reps
         )
-    sh = store._require(KEY)
-    assert sh is not None
+    sh = edge_here(store, KEY)  # raw Edge calls: on a copy opened here
     if not args.no_optimize and not args.reuse:
         before = sh.shard.info()
         la0, c0, t0 = loadavg(), cpu_s(), time.perf_counter()
         store.optimize(KEY)
         wall, cpu = time.perf_counter() - t0, cpu_s() - c0
+        sh.close()
+        sh = edge_here(store, KEY)
         after = sh.shard.info()
         r["optimize"] = {
             "wall_s": wall,

@@ -1,12 +1,12 @@
-"""How long a background index build stalls requests: in-process Edge vs shard processes.
+"""How long a background index build stalls requests.
 
 Issue 18: "no request may wait more than 50 ms because of indexing". The build
-itself runs in a niced subprocess; what stalled the server was the swap: Edge's
+itself runs in a niced host process; what stalled the server was the swap: Edge's
 ``EdgeShard.load`` of the built generation and ``close`` of the replaced one
 (and the flush that starts a build) hold the GIL in the process that makes
-them. This benchmark measures that stall at library level, the way the server's
-indexing thread runs a build, for both settings of the store option
-``shard_processes``, interleaved round by round on the same data:
+them, which is why every generation is served by a host process (issue 34 removed
+the in-process mode). This benchmark measures the stall at library level, the way
+the server's indexing thread runs a build, round by round on the same data:
 
 1. a built base shard of ``--size`` documents (the data recipe of
    ``bench_scale.py``: 384-d vectors around 1,000 centres, ``cat``/``tier``/a
@@ -60,7 +60,7 @@ from ragline.providers.stores.qdrant_edge.provider import (
 )
 
 KEY = "k"
-MODES = {"in-process": False, "shard processes": True}
+MODES: dict[str, object] = {"host processes": None}  # one execution model since issue 34
 
 
 def records(data: Data, lo: int, hi: int) -> list[Record]:
@@ -70,8 +70,8 @@ def records(data: Data, lo: int, hi: int) -> list[Record]:
             for i in range(lo, hi)]
 
 
-def store_at(path: Path, processes: bool) -> QdrantEdgeStore:
-    return QdrantEdgeStore(QdrantEdgeConfig(path=path, shard_processes=processes))
+def store_at(path: Path, mode: object = None) -> QdrantEdgeStore:
+    return QdrantEdgeStore(QdrantEdgeConfig(path=path))
 
 
 def prepare(work: Path, size: int, total: int) -> Path:
@@ -81,7 +81,7 @@ def prepare(work: Path, size: int, total: int) -> Path:
         return base
     shutil.rmtree(base, ignore_errors=True)
     data = Data(total)
-    store = store_at(base, True)
+    store = store_at(base)
     store.create_shard(KEY, 384)
     t = time.monotonic()
     for lo in range(0, size, 1000):

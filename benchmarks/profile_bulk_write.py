@@ -50,8 +50,10 @@ def steps(batches: int) -> None:
     from ragline.core.ids import point_id
     from ragline.core.types import Record
     from ragline.facade import DocumentInput
+    from ragline.providers.stores.qdrant_common.fields import FieldKinds
     from ragline.providers.stores.qdrant_common.filters import point_payload
-    from ragline.providers.stores.qdrant_edge.provider import QdrantEdgeConfig, QdrantEdgeStore
+    from ragline.providers.stores.qdrant_edge.config import QdrantEdgeConfig
+    from ragline.providers.stores.qdrant_edge.host import open_generation
     from ragline.providers.stores.qdrant_edge.queries import VECTOR
     from ragline.services.validation import InputLimits, check_vectors, metadata_fits
 
@@ -60,9 +62,10 @@ def steps(batches: int) -> None:
     gc.set_threshold(50_000, 10, 10)  # as ragline serve: no collection inside a batch
     data = Data(batches * BATCH)
     bodies = [data.body(i * BATCH, (i + 1) * BATCH) for i in range(batches)]
-    store = QdrantEdgeStore(QdrantEdgeConfig(path=Path(tempfile.mkdtemp()) / "shards"))
-    store.create_shard("s", 384)
-    shard = store._shards["s"]
+    # Edge's steps in this process, as a host makes them
+    root = Path(tempfile.mkdtemp())
+    gen = open_generation("create", root / "g1", 384, QdrantEdgeConfig(path=root))
+    fields = FieldKinds(root / "ragline_fields.json")
     limits = InputLimits()
     times: dict[str, list[float]] = {}
 
@@ -97,16 +100,16 @@ def steps(batches: int) -> None:
         points = t("Edge: q.Point (vector and payload)", lambda: [
             q.Point(p, {VECTOR: r.values}, pl)
             for p, r, pl in zip(pids, recs, payloads, strict=True)])
-        t("store: field kinds", lambda: shard.fields.observe([r.metadata for r in recs]))
+        t("store: field kinds", lambda: fields.observe([r.metadata for r in recs]))
         op = t("Edge: UpdateOperation", lambda: q.UpdateOperation.upsert_points(points))
-        t("Edge: EdgeShard.update", lambda: shard.shard.update(op))
+        t("Edge: EdgeShard.update", lambda: gen.shard.update(op))
         t("HTTP: response body", lambda: orjson.dumps({"ids": [r.id for r in recs]}))
         return [doc, model, docs, mat, recs, points, op, payloads]
 
     for body in bodies:
         held = one(body)
         t("freeing the request's objects", held.clear)
-    store.close()
+    gen.close()
     print("| step | thread CPU ms per 1,000 documents (median) |\n|---|---:|")
     total = 0.0
     for name, v in times.items():

@@ -20,7 +20,7 @@ from ragline.api.app import create_app
 from ragline.facade import DocumentInput, IngestSource, Ragline
 from ragline.observability import memory
 from ragline.observability.memory import TRIM_AFTER_BYTES, release_freed_memory
-from ragline.providers.stores.qdrant_edge import provider as edge
+from ragline.providers.stores.qdrant_edge import host as edge
 from ragline.services import jobs
 from tests.ingestion_support import fake_settings
 
@@ -115,10 +115,7 @@ def test_large_bodies_are_followed_by_a_trim_small_ones_are_not(
 
 def test_jobs_and_shard_loads_are_followed_by_a_trim(tmp_path: Path,
                                                      trims: list[str]) -> None:
-    # Edge in this process: with shard processes on, a shard loads, and is
-    # trimmed, in its own process
-    settings = fake_settings(tmp_path, ingest_sync_max_bytes=16,
-                             store_options={"shard_processes": False})
+    settings = fake_settings(tmp_path, ingest_sync_max_bytes=16)
     with Ragline(settings) as rl:
         me = rl.owner()
         rl.create_collection(me, "c")
@@ -129,8 +126,14 @@ def test_jobs_and_shard_loads_are_followed_by_a_trim(tmp_path: Path,
         rl.wait_for_job(me, out.job.id, 30)
     assert "job" in trims
     trims.clear()
-    with Ragline(settings) as rl:  # a new process: the shard is loaded from disk
-        assert rl.get_document(rl.owner(), "c", "a").text == "a"
+    # a shard is loaded, and trimmed, in its host process: here, as a host does it
+    shard = next(p for p in (tmp_path / "data").rglob("ragline_dim")).parent
+    from ragline.providers.stores.qdrant_edge.config import QdrantEdgeConfig
+    from ragline.providers.stores.qdrant_edge.generations import current
+
+    gen = edge.open_generation("open", current(shard), int((shard / "ragline_dim").read_text()),
+                               QdrantEdgeConfig(path=shard.parent))
+    gen.close()
     assert trims == ["shard"]
 
 

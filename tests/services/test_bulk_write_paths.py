@@ -103,19 +103,16 @@ def test_numpy_rows_pass_the_checks_lists_pass(row: list[Any], dtype: Any) -> No
     assert check_vectors([ok], 2) is None  # over the dimension limit
 
 
-@pytest.mark.parametrize("processes", [False, True])
-def test_edge_stores_the_same_vectors_from_the_callers_lists(tmp_path: Path,
-                                                             processes: bool) -> None:
-    """``Record.values`` (the lists the caller sent, validated) go to Edge instead of a
-    tolist() of the float32 rows: the stored vectors are bit for bit the same. (A shard
-    process gets the float32 matrix instead: the same vectors.)"""
+def test_edge_stores_the_same_vectors_from_the_callers_lists(tmp_path: Path) -> None:
+    """A record with ``Record.values`` (the lists the caller sent, validated) and one
+    without get bit for bit the same vectors: the host gets the float32 rows of both."""
     rng = np.random.default_rng(3)
     raws = [[float(x) for x in rng.normal(size=8) * 10.0 ** rng.integers(-15, 15)]
             for _ in range(60)]  # doubles: each rounds to float32 on the way in
     raws += [[1, 2, 3, 4, 5, 6, 7, 2**60 + 1], [1e18, 1e-45, 7e-46, 1, 0.1, 0.3, -2.5, 1e-39]]
     mat = check_vectors(raws, 4096)
     assert mat is not None
-    store = QdrantEdgeStore(QdrantEdgeConfig(path=tmp_path, shard_processes=processes))
+    store = QdrantEdgeStore(QdrantEdgeConfig(path=tmp_path))
     try:
         store.create_shard("k", 8)
         store.upsert("k", [Record(f"v{i}", "", {}, mat[i], "a", raws[i])

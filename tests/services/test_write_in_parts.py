@@ -34,10 +34,9 @@ def chunks(n: int, seed: int = 0, prefix: str = "d") -> list[dict[str, Any]]:
              "metadata": {"cat": f"c{i % 5}", "n": i}} for i in range(n)]
 
 
-@pytest.fixture(params=[True, False], ids=["shard-processes", "in-process"])
-def rl(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Ragline]:
-    settings = fake_settings(tmp_path, background_indexing=False,
-                             store_options={"shard_processes": request.param})
+@pytest.fixture
+def rl(tmp_path: Path) -> Iterator[Ragline]:
+    settings = fake_settings(tmp_path, background_indexing=False)
     r = Ragline(settings).start()
     r.create_collection(r.owner(), "c")
     # the shard exists and its dimension is known
@@ -75,10 +74,12 @@ def count(rl: Ragline) -> int:
 
 def prepared_left(rl: Ragline) -> int:
     """Parts whose points were made and neither written nor forgotten, in the
-    generation (in this process or in its shard process)."""
+    generation's host process."""
     store = rl.services.store
     assert isinstance(store, QdrantEdgeStore)
-    count: int = store._shards[rl.services.collections.get("c").shard].gen.prepared_count()
+    host = store.table.host(rl.services.collections.get("c").shard)
+    assert host is not None
+    count: int = host.prepared_count()
     return count
 
 
@@ -162,7 +163,7 @@ def test_rewriting_the_same_ids_in_parts_replaces_them(rl: Ragline) -> None:
     assert got is not None and got.text == f"new chunk {N - 1}"
 
 
-def test_many_parts_hold_at_most_two_connections_to_the_shard_process(
+def test_many_parts_hold_at_most_two_connections_to_the_host_process(
         rl: Ragline, parts_made: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(documents, "WRITE_PART", 10)
     write(rl, chunks(205, seed=9))
@@ -171,10 +172,9 @@ def test_many_parts_hold_at_most_two_connections_to_the_shard_process(
     assert prepared_left(rl) == 0
     store = rl.services.store
     assert isinstance(store, QdrantEdgeStore)
-    gen = store._shards[rl.services.collections.get("c").shard].gen
-    process = getattr(gen, "process", None)
-    if process is not None:  # a shard process: one connection per call in flight
-        assert 1 <= len(process._pool) <= 2  # PREPARES_IN_FLIGHT; not one per part (20)
+    host = store.table.host(rl.services.collections.get("c").shard)
+    assert host is not None  # one socket per call in flight
+    assert 1 <= host.sockets <= 2  # PREPARES_IN_FLIGHT; not one per part (20)
 
 
 def test_numpy_rows_are_one_part(rl: Ragline, parts_made: list[int]) -> None:

@@ -16,11 +16,13 @@ from typing import Any, TypeVar
 
 import numpy as np
 import pytest
-import qdrant_edge as q
 
 from ragline.core.filters import Eq, In, Node, Range
 from ragline.core.ids import point_id
 from ragline.core.types import Metadata, Record, SearchMode, StoreQuery
+from ragline.providers.stores.qdrant_edge.generation import Generation
+from ragline.providers.stores.qdrant_edge.generations import current
+from ragline.providers.stores.qdrant_edge.host import open_generation
 from ragline.providers.stores.qdrant_edge.provider import QdrantEdgeConfig, QdrantEdgeStore
 
 DIM = 32
@@ -101,12 +103,12 @@ def test_build_indexes_everything_and_links_the_filter_fields(built) -> None:  #
     store, _, _ = built
     points, indexed = store.index_status("k")
     assert points == N and indexed == N
-    sh = store._shards["k"]
-    schema = sh.gen.schema()
+    gen = store.table.host("k")
+    schema = gen.schema()
     assert schema["metadata.cat"][1] and schema["metadata.tier"][1]  # both get links
-    assert sh.gen.linked() == {"cat"}  # walkable per value: keyword fields only
-    assert sh.path.name == "g2"  # the build's generation is the live one
-    assert not (sh.path.parent / "g1").exists()
+    assert gen.linked() == {"cat"}  # walkable per value: keyword fields only
+    assert current(store.root / "k").name == "g2"  # the build's generation is the live one
+    assert not (store.root / "k" / "g1").exists()
 
 
 @pytest.mark.parametrize("shape", list(SHAPES))
@@ -267,7 +269,7 @@ def test_writes_made_while_the_copy_is_taken_leave_every_point_reachable(
     Edge's walk does not cross deleted points: the few left (written before the
     journal started) became unreachable by any ef (seen: 49 of 50 under SIGKILL
     chaos). The build process applies them before it optimizes instead."""
-    from ragline.providers.stores.qdrant_edge import rebuild as rb
+    from ragline.providers.stores.qdrant_edge import builder as rb
 
     store = _store(tmp_path)
     store.create_shard("k", DIM)
@@ -327,7 +329,7 @@ def test_sigkill_during_background_builds_loses_no_acknowledged_write(tmp_path: 
     here = str(Path(__file__).parent)
     rng = random.Random(18)
     acked = builds = 0
-    for trial in range(4):
+    for trial in range(10):  # ten kills at random moments of back-to-back builds
         proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(tmp_path), str(acked), here],
                                 stdout=subprocess.PIPE, text=True)
         assert proc.stdout is not None
@@ -401,16 +403,16 @@ def test_a_build_moves_indexes_to_the_configured_memory(tmp_path: Path) -> None:
     _fill(pinned, vecs, metas)
     pinned.upsert("k", [Record(f"river{i}", "a boat on the river", {}, vecs[i])
                         for i in range(3)])
-    schema = pinned._shards["k"].gen.schema()  # path -> (type, links, cold)
+    schema = pinned.table.host("k").schema()  # path -> (type, links, cold)
     assert not any(cold for _, _, cold in schema.values())
     pinned.close()
     store = _store(tmp_path)  # the default: cold
     assert store.build_index("k")
-    schema = store._shards["k"].gen.schema()
+    schema = store.table.host("k").schema()
     assert {"tenant", "doc_id", "text", "metadata.cat", "metadata.tier"} <= set(schema)
     assert not schema["tenant"][2]  # pinned: checked at every graph step
     assert all(cold for f, (_, _, cold) in schema.items() if f != "tenant")
-    assert store._shards["k"].gen.linked() == {"cat"}
+    assert store.table.host("k").linked() == {"cat"}
     assert store.count("k", "default", Eq("cat", "c3")) == sum(
         m["cat"] == "c3" for m in metas)
     hits = store.query_batch("k", [StoreQuery("default", SearchMode.SPARSE, 5,
@@ -505,29 +507,36 @@ class _ShortGraph:
         return getattr(self.shard, name)
 
 
+def _here(store: QdrantEdgeStore) -> Generation:
+    """The store's live generation of ``k``, closed there and opened in this process as a
+    host opens it, so that a test can put a fake in front of the Edge shard."""
+    path = current(store.root / "k")
+    store.close()
+    return open_generation("open", path, DIM, store.config)
+
+
 @pytest.fixture(scope="module")
 def built_here(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    """The test collection with its generation in this process (``shard_processes``
-    off), so a test can put a fake in front of the Edge shard."""
-    store = _store(tmp_path_factory.mktemp("edge-here"), shard_processes=False)
+    """The test collection's built generation in this process."""
+    store = _store(tmp_path_factory.mktemp("edge-here"))
     store.create_shard("k", DIM)
     vecs, metas = _data(N)
     _fill(store, vecs, metas)
     assert store.build_index("k") is True
-    yield store, vecs, metas
-    store.close()
+    gen = _here(store)
+    yield gen, vecs, metas
+    gen.close()
 
 
 @pytest.mark.parametrize("shape", [s for s in SHAPES if PLANS[s] != "exact"])
 def test_a_graph_plan_that_answers_short_is_redone_exactly(built_here, shape: str) -> None:  # type: ignore[no-untyped-def]
     """The plan's match count is only Edge's estimate, so any graph answer with fewer
     hits than asked for is re-run exactly: a failing index never shortens an answer."""
-    store, vecs, metas = built_here
-    gen = store._shards["k"].gen
+    gen, vecs, metas = built_here
     where = SHAPES[shape]
     with _in_front(gen, _ShortGraph(gen.shard)) as fake:
-        hits = store.query_batch("k", [StoreQuery("default", SearchMode.DENSE, 10,
-                                                  vector=vecs[1], where=where)])[0]
+        hits = gen.query_batch([StoreQuery("default", SearchMode.DENSE, 10,
+                                           vector=vecs[1], where=where)])[0]
     assert fake.exact_runs == 1
     assert {h.id for h in hits} == set(_exact_top(vecs, metas, vecs[1], where))
 
@@ -558,36 +567,39 @@ def test_writes_send_points_prepared_before_the_write_lock(tmp_path: Path) -> No
     """An upsert's points are made before the write lock (``Generation.prepare``) and
     the generation gets only their token under it; the journal of a build still gets
     the upsert itself. A write that fails under the lock leaves nothing prepared."""
-    store = _store(tmp_path, shard_processes=False)
+    store = _store(tmp_path)
     store.create_shard("k", DIM)
     vecs, metas = _data(300, seed=21)
-    sh = store._shards["k"]
+    host = store.table.host("k")
+    assert host is not None
     sent: list[str] = []
-    real = sh.gen.write
+    real = host.begin
 
-    def spy(ops):  # type: ignore[no-untyped-def]
-        sent.extend(op[0] for op in ops)
-        return real(ops)
+    def spy(method: str, *args: Any) -> Any:
+        if method == "write":
+            sent.extend(op[0] for op in args[0])
+        return real(method, *args)
 
-    sh.gen.write = spy
-    sh.journal = []
+    host.begin = spy  # type: ignore[method-assign]
+    entry = store.table.start_journal("k")
+    assert entry is not None
     _fill(store, vecs[:200], metas[:200])
     assert "upsert_prepared" in sent and "upsert" not in sent
-    upserts = [op for op in sh.journal if op[0].startswith("upsert")]
+    upserts = [op for op in store.table.journal(entry) if op[0].startswith("upsert")]
     assert [op[0] for op in upserts] == ["upsert"] and len(upserts[0][1]) == 200
-    sh.journal = None
+    store.table.end_journal(entry)
     assert store.count("k", "default", None) == 200
-    assert sh.gen._prepared == {}
+    assert host.prepared_count() == 0
 
     def refuse(metadatas):  # type: ignore[no-untyped-def]
         raise RuntimeError("refused under the lock")
 
-    real_observe = sh.fields.observe
-    sh.fields.observe = refuse
+    real_observe = entry.fields.observe
+    entry.fields.observe = refuse
     with pytest.raises(RuntimeError, match="refused under the lock"):
         _fill(store, vecs[200:300], metas[200:300], start=200)
-    sh.fields.observe = real_observe
-    assert sh.gen._prepared == {}  # forgotten, not leaked
+    entry.fields.observe = real_observe
+    assert host.prepared_count() == 0  # forgotten, not leaked
     assert store.count("k", "default", None) == 200
     store.close()
 
@@ -596,9 +608,8 @@ def test_points_are_not_made_while_another_write_runs_in_edge(tmp_path: Path) ->
     """Point making and Edge's updates take turns in a generation (two threads doing
     both at once cost more CPU than one after the other: Generation.prepare). A
     prepare that arrives during a write waits for it, then makes the same points."""
-    store = _store(tmp_path, shard_processes=False)
-    store.create_shard("k", DIM)
-    gen = store._shards["k"].gen
+    cfg = QdrantEdgeConfig(path=tmp_path)
+    gen = open_generation("create", tmp_path / "g1", DIM, cfg)
     shard = gen.shard
     events: list[str] = []
     entered, release = threading.Event(), threading.Event()
@@ -633,8 +644,8 @@ def test_points_are_not_made_while_another_write_runs_in_edge(tmp_path: Path) ->
     assert events == ["update begins", "update ends"] and len(tokens) == 1
     gen.write([("upsert_prepared", tokens[0])])
     gen.shard = shard
-    assert store.count("k", "default", None) == 2
-    store.close()
+    assert gen.count("default", None) == 2
+    gen.close()
 
 
 def test_a_write_prepared_before_a_swap_lands_in_the_new_generation(
@@ -645,8 +656,8 @@ def test_a_write_prepared_before_a_swap_lands_in_the_new_generation(
     store.create_shard("k", DIM)
     vecs, metas = _data(N + 100, seed=22)
     _fill(store, vecs[:N], metas[:N])
-    old = store._shards["k"]
-    writing = store._writing
+    old = store.table.host("k")
+    writing = store.table.writing
     swapped: list[bool | None] = []
 
     def build_first(key: str):  # type: ignore[no-untyped-def]
@@ -655,11 +666,11 @@ def test_a_write_prepared_before_a_swap_lands_in_the_new_generation(
             swapped[0] = store.build_index("k")
         return writing(key)
 
-    monkeypatch.setattr(store, "_writing", build_first)
+    monkeypatch.setattr(store.table, "writing", build_first)
     moved = [dict(metas[i], tier=9) for i in range(10)]  # ten updates, 100 new points
     store.upsert("k", [Record(f"d{i}", "t", moved[i], vecs[i]) for i in range(10)]
                  + [Record(f"d{i}", "t", metas[i], vecs[i]) for i in range(N, N + 100)])
-    assert swapped == [True] and store._shards["k"] is not old
+    assert swapped == [True] and store.table.host("k") is not old
     assert store.count("k", "default", None) == N + 100
     assert store.count("k", "default", Eq("tier", 9)) == 10
     got = {r.id: r.metadata["tier"] for r in store.get("k", "default", ["d0", f"d{N}"])}
@@ -692,17 +703,15 @@ def test_a_shard_of_one_tenant_is_searched_without_the_tenant_condition(
     every point is the tenant's it selects them all, so it is left out (x0.5 the time
     of a ``cat`` search at 100k), and the hits are still the exact ones. Another
     tenant's searches keep it (and find nothing)."""
-    store, vecs, metas = built_here
-    gen = store._shards["k"].gen
-    info = gen.shard.info()
-    assert gen.alone(info, "default") and not gen.alone(info, "someone-else")
+    gen, vecs, metas = built_here
+    assert gen.alone("default") and not gen.alone("someone-else")
     where = SHAPES[shape]
     with _in_front(gen, _Requests(gen.shard)) as rec:
-        hits = store.query_batch("k", [StoreQuery("default", SearchMode.DENSE, 10,
-                                                  vector=vecs[2], where=where)])[0]
+        hits = gen.query_batch([StoreQuery("default", SearchMode.DENSE, 10,
+                                           vector=vecs[2], where=where)])[0]
         mine = list(rec.filters)
-        none = store.query_batch("k", [StoreQuery("someone-else", SearchMode.DENSE, 10,
-                                                  vector=vecs[2], where=where)])[0]
+        none = gen.query_batch([StoreQuery("someone-else", SearchMode.DENSE, 10,
+                                           vector=vecs[2], where=where)])[0]
     assert mine and not any('key="tenant"' in f for f in mine), mine
     assert [h.id for h in hits] == _exact_top(vecs, metas, vecs[2], where)
     assert none == []
@@ -712,8 +721,7 @@ def test_a_shard_of_one_tenant_is_searched_without_the_tenant_condition(
 @pytest.fixture(scope="module")
 def two_tenants_here(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """:func:`two_tenants` with the generation in this process."""
-    store = _store(tmp_path_factory.mktemp("edge-tenants-here"), hnsw_full_scan_threshold_kb=30,
-                   shard_processes=False)
+    store = _store(tmp_path_factory.mktemp("edge-tenants-here"), hnsw_full_scan_threshold_kb=30)
     store.create_shard("k", DIM)
     vecs, metas = _data(N, seed=11)
     for lo in range(0, N, 1000):
@@ -722,8 +730,9 @@ def two_tenants_here(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[
     store.upsert("k", [Record(f"b{i}", "some words", metas[i], vecs[i], tenant="b")
                        for i in range(100)])
     assert store.build_index("k")
-    yield store, vecs, metas
-    store.close()
+    gen = _here(store)
+    yield gen, vecs, metas
+    gen.close()
 
 
 @pytest.mark.parametrize("mode", [SearchMode.DENSE, SearchMode.HYBRID, SearchMode.SPARSE])
@@ -734,15 +743,14 @@ def test_a_hit_of_another_tenant_runs_the_search_again_with_the_tenant_condition
     "alone" on a shard where tenant ``b`` holds exact copies of 100 of ``a``'s points, as a
     write of ``b`` racing the plan would make it), no hit of another tenant comes back,
     and the answer is the full, exact one."""
-    store, vecs, metas = two_tenants_here
-    gen = store._shards["k"].gen
-    assert not gen.alone(gen.shard.info(), "a")
+    gen, vecs, metas = two_tenants_here
+    assert not gen.alone("a")
     where = SHAPES[shape]
     i = next(j for j in range(100) if _matches(metas[j], where))  # b has a copy of it
-    gen.alone = lambda info, tenant: True  # type: ignore[method-assign]
+    gen.alone = lambda tenant, info=None: True  # type: ignore[method-assign]
     try:
-        hits = store.query_batch("k", [StoreQuery("a", mode, 10, vector=vecs[i], text="words",
-                                                  where=where)])[0]
+        hits = gen.query_batch([StoreQuery("a", mode, 10, vector=vecs[i], text="words",
+                                           where=where)])[0]
     finally:
         del gen.alone
     assert hits and all(h.id.startswith("a") for h in hits), [h.id for h in hits]
@@ -757,7 +765,7 @@ def test_a_shard_is_one_tenants_again_once_the_others_points_are_deleted(
         tmp_path: Path) -> None:
     """The count behind :meth:`Generation.alone` follows deletes, in the built segment
     and in the one written since."""
-    store = _store(tmp_path, shard_processes=False)
+    store = _store(tmp_path)
     store.create_shard("k", DIM)
     vecs, metas = _data(1200, seed=5)
     store.upsert("k", [Record(f"a{i}", "t", metas[i], vecs[i], tenant="a") for i in range(1000)])
@@ -765,12 +773,12 @@ def test_a_shard_is_one_tenants_again_once_the_others_points_are_deleted(
     assert store.build_index("k")
     store.upsert("k", [Record(f"b{i}", "t", metas[i], vecs[i], tenant="b")
                        for i in range(1000, 1100)])
-    gen = store._shards["k"].gen
-    assert not gen.alone(gen.shard.info(), "a")
+    gen = store.table.host("k")
+    assert not gen.alone("a")
     assert store.delete_ids("k", "b", [f"b{i}" for i in range(100)]) == 100
-    assert not gen.alone(gen.shard.info(), "a")  # b's points written since the build
+    assert not gen.alone("a")  # b's points written since the build
     assert store.delete_where("k", "b", None) == 100
-    assert gen.alone(gen.shard.info(), "a") and not gen.alone(gen.shard.info(), "b")
+    assert gen.alone("a") and not gen.alone("b")
     store.close()
 
 
@@ -778,7 +786,7 @@ def test_counts_stay_exact_through_overwrites_deletes_and_builds(tmp_path: Path)
     """An unfiltered count on a one-tenant shard is the shard's point count (no walk over
     every point): it must equal the exact count, and the true one, after every kind of
     write, before and after a build, and while another tenant has points there."""
-    store = _store(tmp_path, shard_processes=False)
+    store = _store(tmp_path)
     store.create_shard("k", DIM)
     vecs, metas = _data(1500, seed=9)
     rng = np.random.default_rng(9)
@@ -790,11 +798,8 @@ def test_counts_stay_exact_through_overwrites_deletes_and_builds(tmp_path: Path)
         have[tenant] |= {f"{tenant}{i}" for i in ids}
 
     def check() -> None:
-        gen = store._shards["k"].gen  # a build swaps the generation
-        for tenant in have:
-            exact = int(gen.shard.count(q.CountRequest(
-                filter=q.Filter(must=[q.FieldCondition("tenant", match=q.MatchValue(tenant))]),
-                exact=True)))
+        for tenant in have:  # every point has a tier: Edge's exact count of the filter
+            exact = store.count("k", tenant, Range("tier", "$gte", 0))
             assert store.count("k", tenant, None) == exact == len(have[tenant])
             assert store.list_page("k", tenant, None, 5, 0).total == len(have[tenant])
 
@@ -816,8 +821,8 @@ def test_counts_stay_exact_through_overwrites_deletes_and_builds(tmp_path: Path)
     check()
     assert store.build_index("k")
     check()
-    gen = store._shards["k"].gen
-    assert gen.alone(gen.shard.info(), "a") and not gen.alone(gen.shard.info(), "b")
+    gen = store.table.host("k")  # a build swapped the generation
+    assert gen.alone("a") and not gen.alone("b")
     store.close()
 
 
@@ -827,7 +832,7 @@ def test_a_readers_scope_keeps_the_one_tenant_shortcut_and_the_hit_check(
     the shared corpus's points is searched without the tenant condition and answers both;
     another reader's scope keeps the condition and finds the shared points only; a plan
     wrongly told "alone" still returns no point outside the scope."""
-    store = _store(tmp_path, shard_processes=False)
+    store = _store(tmp_path)
     store.create_shard("k", DIM)
     vecs, metas = _data(1100, seed=7)
     store.upsert("k", [Record(f"a{i}", "some words", metas[i], vecs[i], tenant="a")
@@ -835,27 +840,26 @@ def test_a_readers_scope_keeps_the_one_tenant_shortcut_and_the_hit_check(
     store.upsert("k", [Record(f"s{i}", "some words", metas[i], vecs[i], tenant="*")
                        for i in range(1000, 1100)])
     assert store.build_index("k")
-    gen = store._shards["k"].gen
-    info = gen.shard.info()
-    assert gen.alone(info, ("a", "*")) and not gen.alone(info, "a")
-    assert not gen.alone(info, ("b", "*")) and gen.alone(info, ("a", "*", "b"))
+    gen = _here(store)
+    assert gen.alone(("a", "*")) and not gen.alone("a")
+    assert not gen.alone(("b", "*")) and gen.alone(("a", "*", "b"))
     near_shared = vecs[1050]
     with _in_front(gen, _Requests(gen.shard)) as rec:
-        hits = store.query_batch("k", [StoreQuery(("a", "*"), SearchMode.DENSE, 5,
-                                                  vector=near_shared)])[0]
+        hits = gen.query_batch([StoreQuery(("a", "*"), SearchMode.DENSE, 5,
+                                           vector=near_shared)])[0]
         assert not any('key="tenant"' in f for f in rec.filters), rec.filters
     assert hits[0].id == "s1050" and hits[0].tenant == "*"
-    assert store.count("k", ("a", "*"), None) == 1100
-    other = store.query_batch("k", [StoreQuery(("b", "*"), SearchMode.DENSE, 200,
-                                               vector=vecs[3])])[0]
+    assert gen.count(("a", "*"), None) == 1100
+    other = gen.query_batch([StoreQuery(("b", "*"), SearchMode.DENSE, 200,
+                                        vector=vecs[3])])[0]
     assert other and all(h.id.startswith("s") for h in other)
     assert len(other) == 100
-    gen.alone = lambda info, tenant: True  # type: ignore[method-assign]
+    gen.alone = lambda tenant, info=None: True  # type: ignore[method-assign]
     try:
         for mode in (SearchMode.DENSE, SearchMode.HYBRID, SearchMode.SPARSE):
-            again = store.query_batch("k", [StoreQuery(("b", "*"), mode, 10, vector=vecs[3],
-                                                       text="words")])[0]
+            again = gen.query_batch([StoreQuery(("b", "*"), mode, 10, vector=vecs[3],
+                                                text="words")])[0]
             assert again and all(h.tenant == "*" for h in again), mode
     finally:
         del gen.alone
-    store.close()
+    gen.close()

@@ -16,7 +16,9 @@ import pytest
 from ragline.core.filters import Eq
 from ragline.core.types import Record, SearchMode, StoreQuery
 from ragline.errors import StoreError
-from ragline.providers.stores.qdrant_edge import rebuild, resident
+from ragline.providers.stores.qdrant_edge import builder, resident
+from ragline.providers.stores.qdrant_edge.generations import current
+from ragline.providers.stores.qdrant_edge.host import open_generation
 from ragline.providers.stores.qdrant_edge.provider import QdrantEdgeConfig, QdrantEdgeStore
 
 DIM = 32
@@ -57,13 +59,13 @@ def _segments(gen_dir: Path) -> tuple[set[Path], set[Path]]:
 
 @pytest.fixture(scope="module")
 def here(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    store = _built(tmp_path_factory.mktemp("warm-here"), shard_processes=False)
+    store = _built(tmp_path_factory.mktemp("warm-here"))
     yield store
     store.close()
 
 
 def test_only_the_built_segments_files_that_searches_read_are_chosen(here) -> None:  # type: ignore[no-untyped-def]
-    path = here._shards["k"].path
+    path = current(here.root / "k")
     built, appendable = _segments(path)
     assert built and appendable  # the build's segment, and the one "after" went to
     index = resident.index_files(path)
@@ -82,7 +84,7 @@ def test_only_the_built_segments_files_that_searches_read_are_chosen(here) -> No
 
 
 def test_hold_maps_the_index_files_as_they_are_and_keeps_to_its_budget(here) -> None:  # type: ignore[no-untyped-def]
-    path = here._shards["k"].path
+    path = current(here.root / "k")
     files = [f for f in resident.index_files(path) if f.stat().st_size]
     held, total = resident.hold(path, budget=1 << 40)
     try:
@@ -103,28 +105,29 @@ def test_hold_maps_the_index_files_as_they_are_and_keeps_to_its_budget(here) -> 
 
 
 def test_a_generation_lets_its_mappings_go_when_closed(tmp_path: Path) -> None:
-    """In the server process (``shard_processes`` off) nothing is held at open (the
-    populate would hold the GIL); held mappings end with the generation."""
-    store = _built(tmp_path, shard_processes=False)
-    sh = store._shards["k"]
-    assert sh.gen._resident == []
-    held = sh.gen.keep_resident(str(sh.path))
-    mappings = list(sh.gen._resident)
-    assert mappings and held == sum(len(m) for m in mappings) == sum(
-        f.stat().st_size for f in resident.index_files(sh.path))
+    """Opened cold, nothing is held; held mappings end with the generation."""
+    store = _built(tmp_path)
+    path = current(store.root / "k")
     store.close()
+    gen = open_generation("open", path, DIM, QdrantEdgeConfig(path=tmp_path, warm_open=False))
+    assert gen._resident == []
+    held = gen.keep_resident(str(path))
+    mappings = list(gen._resident)
+    assert mappings and held == sum(len(m) for m in mappings) == sum(
+        f.stat().st_size for f in resident.index_files(path))
+    gen.close()
     assert all(m.closed for m in mappings)
 
 
 @pytest.mark.parametrize("warm", [True, False])
-def test_a_shard_process_keeps_its_generations_indexes_mapped(tmp_path: Path,
-                                                              warm: bool) -> None:
-    store = _built(tmp_path, warm_open=warm)  # shard processes: the default
+def test_a_host_keeps_its_generations_indexes_mapped(tmp_path: Path, warm: bool) -> None:
+    store = _built(tmp_path, warm_open=warm)
     try:
-        sh = store._shards["k"]
-        pid = sh.gen.process.pid()
-        maps = Path(f"/proc/{pid}/maps").read_text()
-        index = [f for f in resident.index_files(sh.path) if f.stat().st_size]
+        host = store.table.host("k")
+        assert host is not None
+        maps = Path(f"/proc/{host.pid}/maps").read_text()
+        index = [f for f in resident.index_files(current(store.root / "k"))
+                 if f.stat().st_size]
         assert index
         # Edge maps some of them itself (cold indexes): with warm_open off, not all
         assert all(str(f) in maps for f in index) is warm
@@ -138,8 +141,8 @@ def test_a_shard_process_keeps_its_generations_indexes_mapped(tmp_path: Path,
 
 @pytest.mark.skipif(shutil.which("fincore") is None, reason="needs util-linux's fincore")
 def test_read_ahead_brings_the_files_back_into_the_page_cache(tmp_path: Path) -> None:
-    store = _built(tmp_path, shard_processes=False)
-    path = store._shards["k"].path
+    store = _built(tmp_path)
+    path = current(store.root / "k")
     before = store.query_batch("k", [StoreQuery("default", SearchMode.DENSE, 5,
                                                 vector=_records(1)[0].embedding)])[0]
     store.close()  # nothing maps the files now
@@ -161,7 +164,7 @@ def test_read_ahead_brings_the_files_back_into_the_page_cache(tmp_path: Path) ->
     assert resident.read_ahead(path) == size
     assert resident_bytes() >= size - 4096 * len(files)  # page rounding of the tails
     assert resident.read_ahead(path, budget=0) == 0
-    again = _store(tmp_path, shard_processes=False)
+    again = _store(tmp_path)
     try:
         after = again.query_batch("k", [StoreQuery("default", SearchMode.DENSE, 5,
                                                    vector=_records(1)[0].embedding)])[0]
@@ -175,11 +178,11 @@ def test_a_build_that_lost_a_write_is_not_swapped_in(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """The swap compares Edge's point counters of both generations: a replay that
     dropped a write fails the build and the live generation keeps serving."""
-    store = _store(tmp_path, shard_processes=False)
+    store = _store(tmp_path)
     try:
         store.create_shard("k", DIM)
         store.upsert("k", _records(1500))
-        monkeypatch.setattr(rebuild, "_replay", lambda new, entries: None)
+        monkeypatch.setattr(builder, "replay", lambda host, entries: None)
         wrote: list[bool] = []
 
         def write_once() -> bool:  # polled while the build process runs
@@ -202,8 +205,8 @@ def test_a_generation_opens_when_the_read_ahead_cannot_run(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The read-ahead only saves time: without a ``cat`` to run, it reads nothing and
     the generation opens and answers as usual."""
-    store = _built(tmp_path, shard_processes=False)
-    path = store._shards["k"].path
+    store = _built(tmp_path)
+    path = current(store.root / "k")
     store.close()
 
     def no_cat(*args: object, **kwargs: object) -> None:
@@ -211,8 +214,8 @@ def test_a_generation_opens_when_the_read_ahead_cannot_run(
 
     monkeypatch.setattr(subprocess, "run", no_cat)
     assert resident.read_ahead(path) == 0
-    again = _store(tmp_path, shard_processes=False)
+    gen = open_generation("open", path, DIM, QdrantEdgeConfig(path=tmp_path))  # as a host
     try:
-        assert again.count("k", "default", None) == N + 2
+        assert gen.count("default", None) == N + 2
     finally:
-        again.close()
+        gen.close()

@@ -68,7 +68,7 @@ def test_drop_while_searching_never_leaks_or_crashes(tmp_path: Path) -> None:
         for t in threads:
             t.join()
         assert errors == []
-        assert not s.has_shard("k") and "k" not in s._shards
+        assert not s.has_shard("k") and "k" not in s.open_keys()
         assert not (tmp_path / f"t{trial}" / "k").exists()
         s.close()
 
@@ -95,20 +95,20 @@ def test_runtime_settings_apply_to_new_and_existing_shards(tmp_path: Path) -> No
     s2.close()
 
 
-def test_a_shard_process_serves_the_shard_and_its_errors_keep_their_type(
+def test_a_host_process_serves_the_shard_and_its_errors_keep_their_type(
         tmp_path: Path) -> None:
-    """With shard processes on, Edge runs in a process of its own; errors raised
-    there reach the caller as the same exceptions, and the process ends with the store."""
+    """Edge runs in a host process; errors raised there reach the caller as the same
+    exceptions, and the process ends with the store."""
     import os
 
     from ragline.core.filters import Eq
     from ragline.errors import FilterError
     from ragline.testing.store_conformance import DIM, rec
 
-    store = QdrantEdgeStore(QdrantEdgeConfig(path=tmp_path, shard_processes=True))
+    store = QdrantEdgeStore(QdrantEdgeConfig(path=tmp_path))
     store.create_shard("k", DIM)
     store.upsert("k", [rec(1, {"x": 1})])
-    pid = store._shards["k"].gen.process.pid()
+    pid = store.table.host("k").pid
     assert pid is not None and pid != os.getpid()
     assert store.count("k", "default", Eq("x", 1)) == 1
     with pytest.raises(FilterError):
@@ -123,10 +123,10 @@ import sys
 from pathlib import Path
 from ragline.providers.stores.qdrant_edge.provider import QdrantEdgeConfig, QdrantEdgeStore
 from ragline.testing.store_conformance import DIM, rec
-store = QdrantEdgeStore(QdrantEdgeConfig(path=Path(sys.argv[1]), shard_processes=True))
+store = QdrantEdgeStore(QdrantEdgeConfig(path=Path(sys.argv[1])))
 store.create_shard("k", DIM)
 store.upsert("k", [rec(1, {"x": 1})])
-print(store._shards["k"].gen.process.pid(), flush=True)
+print(store.table.host("k").pid, flush=True)
 sys.stdin.read()
 """
 
@@ -140,10 +140,10 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="Linux only")
-def test_a_shard_process_dies_with_its_server_even_when_it_cannot_run(tmp_path: Path) -> None:
-    """A SIGKILLed server's shard processes must be gone before the next server opens
-    the shard. A stopped one cannot notice its control pipe closing (nor can one busy
-    in a GIL-holding Edge call); the kernel kills it with its parent anyway."""
+def test_a_host_process_dies_with_its_server_even_when_it_cannot_run(tmp_path: Path) -> None:
+    """A SIGKILLed server's host processes must be gone before the next server opens
+    the shard. A stopped one cannot notice its stdin ending (nor can one busy in a
+    GIL-holding Edge call); the kernel kills it with its parent anyway."""
     import os
     import signal
     import subprocess
@@ -161,7 +161,7 @@ def test_a_shard_process_dies_with_its_server_even_when_it_cannot_run(tmp_path: 
     while _alive(shard_pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(shard_pid)
-    reopened = QdrantEdgeStore(QdrantEdgeConfig(path=tmp_path, shard_processes=True))
+    reopened = QdrantEdgeStore(QdrantEdgeConfig(path=tmp_path))
     assert reopened.count("k", "default", None) == 1
     reopened.close()
 
@@ -174,7 +174,7 @@ def test_a_generation_is_loaded_only_once_its_wal_lock_is_free(tmp_path: Path) -
     import threading
 
     from ragline.errors import StoreError
-    from ragline.providers.stores.qdrant_edge.orphans import wait_until_released
+    from ragline.providers.stores.qdrant_edge.lifetime import wait_until_released
 
     wait_until_released(tmp_path / "new")  # no WAL yet: nothing to wait for
     (tmp_path / "g1" / "wal").mkdir(parents=True)
@@ -199,12 +199,12 @@ def test_a_server_opens_a_shard_only_once_earlier_processes_have_left_it(
     import time
 
     from ragline.errors import StoreError
-    from ragline.providers.stores.qdrant_edge.orphans import wait_for_previous_owners
+    from ragline.providers.stores.qdrant_edge.lifetime import wait_for_previous_owners
 
     wait_for_previous_owners(tmp_path)  # never used: nothing to wait for
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; from pathlib import Path; "
-         "from ragline.providers.stores.qdrant_edge.orphans import hold_shard; "
+         "from ragline.providers.stores.qdrant_edge.lifetime import hold_shard; "
          "hold_shard(Path(sys.argv[1])); print('held', flush=True); time.sleep(1.0)",
          str(tmp_path)], stdout=subprocess.PIPE, text=True)
     assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
@@ -214,3 +214,62 @@ def test_a_server_opens_a_shard_only_once_earlier_processes_have_left_it(
     wait_for_previous_owners(tmp_path, timeout=30)
     assert time.monotonic() - held_at >= 0.9  # until the holder (1 s) was gone
     assert holder.wait(timeout=10) == 0
+
+
+def test_a_host_exits_when_its_stdin_ends_without_the_parent_death_signal(
+        tmp_path: Path) -> None:
+    """The portable way a host ends with its server: end of file on its stdin (the
+    control socket). Here its parent (this process) lives on, so the parent-death
+    signal cannot be what ends it."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    from ragline.providers.stores.qdrant_edge import wire
+    from ragline.providers.stores.qdrant_edge.config import QdrantEdgeConfig
+
+    mine, theirs = socket.socketpair()
+    with theirs:
+        proc = subprocess.Popen([sys.executable, "-m", "ragline.providers.stores.qdrant_edge.host",
+                                 str(os.getpid())], stdin=theirs.fileno())
+    (tmp_path / "k").mkdir()
+    wire.send(mine, ("create", str(tmp_path / "k" / "g1"), 8,
+                     QdrantEdgeConfig(path=tmp_path).model_dump(mode="json")))
+    assert wire.recv(mine) == ("ready", None)
+    assert proc.poll() is None
+    mine.close()  # what the server's death does to the socket
+    assert proc.wait(timeout=30) == 0
+
+
+def test_the_wire_refuses_anything_but_the_protocols_data() -> None:
+    """Frames carry plain data only: a pickle naming any other global is refused."""
+    import os
+    import pickle
+
+    import numpy as np
+
+    from ragline.core.filters import Eq
+    from ragline.errors import FilterError, StoreError
+    from ragline.providers.stores.qdrant_edge import wire
+
+    data = ("upsert", [1], np.ones((1, 4), np.float32), [{"a": {1, 2}}], Eq("x", 1))
+    back = wire.loads(wire.dumps(data))
+    assert back[4] == Eq("x", 1) and back[2].tolist() == [[1.0] * 4]
+    assert isinstance(wire.loads(wire.dumps(FilterError("bad"))), FilterError)
+    for evil in (pickle.dumps(os.system), pickle.dumps(eval), pickle.dumps(wire.loads)):
+        with pytest.raises(pickle.UnpicklingError, match="not part of the protocol"):
+            wire.loads(evil)
+    assert wire.portable(StoreError("x")).args == ("x",)
+    # an exception that cannot cross goes as its text (raised as StoreError there)
+    assert wire.portable(ValueError(lambda: 0)).startswith("ValueError: ")
+
+
+def test_the_removed_in_process_option_is_refused_clearly(tmp_path: Path) -> None:
+    """``shard_processes`` (issue 34): true still accepted (it changes nothing), false
+    refused with what to do."""
+    from pydantic import ValidationError
+
+    assert QdrantEdgeConfig(path=tmp_path, shard_processes=True).path == tmp_path  # type: ignore[call-arg]
+    with pytest.raises(ValidationError, match="shard_processes is gone"):
+        QdrantEdgeConfig(path=tmp_path, shard_processes=False)  # type: ignore[call-arg]

@@ -1,19 +1,17 @@
 """Everything ragline asks of one open Edge shard generation, in plain data.
 
-The store (:mod:`.provider`) keeps the locks, field kinds and the background
-builds; every call that reaches Edge goes through a :class:`Generation`. Its
-arguments and results are picklable (records, queries, filter trees, *write
-operations* as tuples), so the same object serves a generation opened in the
-server process (``shard_processes`` off) and one opened in a shard process of
-its own (:mod:`.host`), where Edge's GIL-holding work (load, flush, close:
-hundreds of ms to seconds, measured) cannot stall the server.
+Every call that reaches Edge goes through a :class:`Generation`, in the host process
+that serves the generation (:mod:`.host`); its public methods are what the store
+calls over :mod:`.wire`, so their arguments and results are plain data (records,
+queries, filter trees, *write operations* as tuples). The store (:mod:`.table`)
+keeps the locks, field kinds and journals.
 
 Write operations (:data:`WriteOp`), applied in order by :meth:`Generation.write`
 and journaled as such during a background build (replaying them is correct:
 each is idempotent):
 
 * ``("upsert", ids, rows, payloads)``: point ids, the vectors (an ``(n, dim)``
-  float32 matrix, or its rows as lists of floats), the payload dicts;
+  float32 matrix), the payload dicts;
 * ``("upsert_prepared", token, ...)``: the points :meth:`Generation.prepare` made
   earlier from such an upsert, in parts (one token each), written in one update
   (never journaled: the store journals the upsert itself);
@@ -26,7 +24,6 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, overload
@@ -37,7 +34,7 @@ import qdrant_edge as q
 from ragline.core.filters import Node
 from ragline.core.ids import point_id
 from ragline.core.tenancy import TenantScope, first_by_id, tenants_of
-from ragline.core.types import Page, Record, Scalar, ScoredRecord, StoreQuery
+from ragline.core.types import Page, Record, ScoredRecord, StoreQuery
 from ragline.providers.stores.qdrant_common.filters import TENANT, field_path
 from ragline.providers.stores.qdrant_edge import resident
 from ragline.providers.stores.qdrant_edge.queries import (
@@ -49,8 +46,7 @@ from ragline.providers.stores.qdrant_edge.queries import (
     dense_plan,
 )
 from ragline.providers.stores.qdrant_edge.translate import scoped_filter, tenant_filter
-
-WriteOp = tuple[Any, ...]
+from ragline.providers.stores.qdrant_edge.wire import WriteOp
 
 
 def index_memory(name: str) -> Any:
@@ -93,18 +89,16 @@ def base_index_params(field: str, memory: Any = None) -> Any | None:
     return None
 
 
-def _points(ids: list[Any], rows: Any, payloads: list[dict[str, Any]]) -> list[Any]:
+def _points(ids: list[Any], rows: np.ndarray, payloads: list[dict[str, Any]]) -> list[Any]:
     """Edge's points. Rows as Python lists: q.Point from numpy rows measured 104 ms per
     1,000 384-d points with payloads, from lists 43 ms + 11 ms of one tolist()."""
-    if isinstance(rows, np.ndarray):
-        rows = rows.tolist()
     return [q.Point(pid, {VECTOR: vec}, pl)
-            for pid, vec, pl in zip(ids, rows, payloads, strict=True)]
+            for pid, vec, pl in zip(ids, rows.tolist(), payloads, strict=True)]
 
 
 @dataclass(frozen=True)
 class SearchConfig:
-    """What a generation needs of the store's config (picklable, small)."""
+    """What a generation needs of the store's options."""
 
     exact_search_max_matches: int
     hnsw_ef: int
@@ -149,14 +143,6 @@ class Generation:
             token = next(self._tokens)
             self._prepared[token] = points
         return token
-
-    def begin_prepare(self, ids: list[Any], rows: Any,
-                      payloads: list[dict[str, Any]]) -> Callable[[], int]:
-        """:meth:`prepare`, returning what gives its token. Here the points are made at
-        once; a shard process (:class:`.host.RemoteGeneration`) makes them while its
-        caller goes on, which is what a bulk write in parts overlaps."""
-        token = self.prepare(ids, rows, payloads)
-        return lambda: token
 
     def prepared_count(self) -> int:
         """Prepared parts not yet written or forgotten (0 between writes: a write that
@@ -289,10 +275,10 @@ class Generation:
         if sq.mode == "sparse":
             return None
         info = self.shard.info()
-        dp = self._dense_plan(info, self.linked(info), sq, self.alone(info, sq.tenant))
+        dp = self._dense_plan(info, self.linked(info), sq, self.alone(sq.tenant, info))
         return DensePlan(dp.kind, None, dp.estimate, dp.parts)
 
-    def alone(self, info: Any, tenant: TenantScope) -> bool:
+    def alone(self, tenant: TenantScope, info: Any = None) -> bool:
         """Whether every point of the shard is of ``tenant``'s tenants (a reader's scope
         covers its own and the shared corpus: core/tenancy.py), by Edge's count of
         their points (the tenant index's, exact: ~6 us) against the shard's.
@@ -303,6 +289,7 @@ class Generation:
         so such a shard is searched without it. Safe whatever the count says: every
         hit's tenant is checked, and a hit of another tenant (a write racing the plan)
         makes :meth:`query_batch` run the query again with the condition."""
+        info = info if info is not None else self.shard.info()
         # one count per tenant: the index answers a single value's count exactly, while
         # its count of a MatchAny is an estimate
         found = sum(int(self.shard.count(q.CountRequest(filter=tenant_filter(t, None),
@@ -338,7 +325,7 @@ class Generation:
         view, /info and documents page), its point count is kept per segment."""
         if where is None:
             info = self.shard.info()
-            if self.alone(info, tenant):
+            if self.alone(tenant, info):
                 return int(info.points_count)
         return int(self.shard.count(q.CountRequest(filter=tenant_filter(tenant, where),
                                                     exact=True)))
@@ -400,7 +387,7 @@ class Generation:
         alone: dict[TenantScope, bool] = {}
         for i, sq in enumerate(queries):
             if sq.tenant not in alone:
-                alone[sq.tenant] = self.alone(info, sq.tenant)
+                alone[sq.tenant] = self.alone(sq.tenant, info)
             plan = self._plan(info, linked, i, sq, alone[sq.tenant])
             if plan is None:
                 continue
@@ -516,15 +503,3 @@ def _merge(parts: list[list[Any]], limit: int) -> list[Any]:
             if p.id not in best or p.score > best[p.id].score:
                 best[p.id] = p
     return sorted(best.values(), key=lambda p: p.score, reverse=True)[:limit]
-
-
-def sort_values(values: list[Any]) -> list[Scalar]:
-    return sorted(values, key=_sort_key)
-
-
-def _sort_key(v: Any) -> tuple[int, Any]:
-    if isinstance(v, bool):
-        return (0, v)
-    if isinstance(v, int | float):
-        return (1, v)
-    return (2, str(v))

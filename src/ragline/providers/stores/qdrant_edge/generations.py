@@ -18,6 +18,9 @@ import shutil
 from pathlib import Path
 
 POINTER = "ragline_current"
+JOURNAL = "ragline_journal.pkl"
+"""In a build's copy: the write operations the build applies before optimizing (one
+pickle each, written by :mod:`.builder`, removed by the build in :mod:`.host`)."""
 _GEN = re.compile(r"^g(\d+)$")
 
 

@@ -1,33 +1,13 @@
 """Opening a generation warm: its files read in large pieces, its indexes kept mapped.
 
-Measured at 1M points on the 2-core machine, a generation opened from files that
-were not in the page cache answered its first filtered searches in 340-415 ms and
-later ones in 25-47 ms, against 4-7 ms with the same files read in by ``cat``
-first. Two things were at work:
-
-* **Payload indexes and id maps read from disk.** Edge maps them from files
-  (``index_memory: cold``) and reads them on first use. Some kernels also page out
-  file pages that no process maps once they have been idle for a while (this
-  machine runs DAMON with such a scheme: 60 s idle, up to 128 MB/s), which undoes a
-  one-off read such as ``posix_fadvise(WILLNEED)`` (tried, no clear effect). So the
-  shard process serving a generation maps those files itself with ``MAP_POPULATE``
-  when it opens it and keeps the mappings until it closes (:func:`hold`): read once,
-  off the request path, and kept warm. (Not in the server process with
-  ``shard_processes`` off: Python's ``mmap`` holds the GIL while it populates.)
-  They stay ordinary clean file pages, which the kernel may still reclaim under real
-  memory pressure.
-* **How the vectors came into memory.** Edge reads the vectors and HNSW links in
-  when it loads (its ``Cached`` placement), yet searches stayed 4-7x slower than
-  after a sequential read of the same files (25-47 vs 6-9 ms, files resident either
-  way). A sequential read lets the kernel cache files in large folios, which Edge's
-  mappings then map with few, large entries; pages that faults bring in one by one
-  do not. So before Edge loads a generation, its built segments' files are dropped
-  from the page cache (only pages no process maps) and read again in order by a
-  niced ``cat`` (:func:`read_ahead`): ~3 s of one core for 2 GB.
-
-Both only cover built (HNSW-indexed, immutable) segments, never the appendable
-one (its files change with every write) nor payload storage (Edge keeps payloads
-in memory once read), and stop at a share of the memory available.
+Measured at 1M points, a generation opened from files out of the page cache answered its
+first filtered searches in 340-415 ms and later ones in 25-47 ms, against 4-7 ms with the
+same files read in order first (``docs/storage.md``, "warm open", says why). So before
+Edge loads a generation its built segments' files are dropped from the page cache (pages
+no process maps) and read again in order by a niced ``cat`` (:func:`read_ahead`), and the
+host serving it maps the payload-index and id-tracker files with ``MAP_POPULATE`` until
+it closes (:func:`hold`). Both cover built (immutable) segments only and stop at a share
+of the memory available; failures only cost time.
 """
 
 
@@ -39,7 +19,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from ragline.providers.stores.qdrant_edge.orphans import die_with_parent
+from ragline.providers.stores.qdrant_edge.lifetime import die_with_parent
 
 _POPULATE = getattr(mmap, "MAP_POPULATE", 0)
 

@@ -1,14 +1,21 @@
-"""Processes that must not outlive the one that started them.
+"""Processes that must not outlive the server, and the locks that keep them apart.
 
-A build process, a ``cp`` of a shard and a shard process all work in a shard's
-directory. Should the server die, the next one removes unfinished generations
-and opens the live one at start-up; a process of the dead server still loading,
-flushing or writing there would race it. Linux kills them with their parent
-(``PR_SET_PDEATHSIG``): at once, whatever they are doing, and without the
-Python-level exit path that waits for a GIL-holding Edge call to return. And
-since that kill is not instantaneous, each such process holds a shared lock on
-the shard's ``ragline_busy`` while it lives, and a server waits for the lock to
-be free before it first touches the shard.
+A host process (:mod:`.host`: serving or building a generation) and a ``cp`` of a
+shard work in a shard's directory. Should the server die, the next one removes
+unfinished generations and opens the live one; a process of the dead server still
+loading, flushing or writing there would race it. Two ways end them:
+
+* everywhere: a host reads its control socket (its stdin) and exits at end of file,
+  which the kernel gives it when the server is gone (:mod:`.host`);
+* on Linux also :func:`die_with_parent` (``PR_SET_PDEATHSIG``): the kernel kills the
+  process at once, whatever it is doing -- a host busy in a GIL-holding Edge call, or
+  stopped, cannot read its stdin. The signal follows the *thread* that started the
+  process, so hosts are started from one thread that lives as long as the store
+  (:class:`.hosts.Spawner`).
+
+Since neither is instantaneous, each such process holds a shared lock on the
+shard's ``ragline_busy`` while it lives, and a server waits for the lock to be free
+before it first touches the shard. This is the only module with Linux-only calls.
 """
 
 from __future__ import annotations
@@ -24,10 +31,11 @@ from ragline.errors import StoreError
 _PR_SET_PDEATHSIG = 1
 
 
-def die_with_parent() -> None:
-    """SIGKILL this process when its parent dies (Linux; elsewhere a no-op). Also
-    when the parent is already gone: the check after the call closes that race."""
-    parent = os.getppid()
+def die_with_parent(parent: int | None = None) -> None:
+    """SIGKILL this process when its parent dies (Linux; elsewhere a no-op). Also when
+    the parent (``parent``: its pid, else the parent now) is already gone: the check
+    after the call closes that race."""
+    parent = os.getppid() if parent is None else parent
     try:
         import ctypes
 
@@ -88,7 +96,7 @@ def wait_for_previous_owners(shard_dir: Path, timeout: float = 30.0) -> None:
     """Before a server first touches a shard (removes stale generations, recreates a
     half-created shard, loads the live generation): wait until no process of an
     earlier server still works in it. The kernel kills those with their parent, but
-    only once the fork server has exited; under load that took long enough for the
-    next server to delete files a dying shard process was writing, or the reverse
-    (seen: `Failed to flush … tracker_journal.dat: No such file` in the chaos test)."""
+    not at once; under load that took long enough for the next server to delete files
+    a dying host was writing, or the reverse (seen: `Failed to flush …
+    tracker_journal.dat: No such file` in the chaos test)."""
     _wait_for_exclusive(shard_dir / BUSY, timeout)
