@@ -20,7 +20,7 @@ import numpy as np
 
 from ragline.core.coalesce import Coalescer
 from ragline.core.relevance import passes
-from ragline.core.relevance import relevance_of as relevance_of  # the one scale
+from ragline.core.relevance import relevance_of as relevance_of  # re-exported: the scale
 from ragline.core.relevance import relevance_to as relevance_to
 from ragline.core.search_request import Fusion, Mode, Overviews, SearchRequest, SearchTarget
 from ragline.core.tenancy import SHARED
