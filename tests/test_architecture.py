@@ -6,7 +6,9 @@
 * no route, CLI command or evaluation touches ``Ragline.services`` (the wiring
   behind the door), which import rules alone cannot see;
 * routes never import other routes;
-* the environment is read in ``ragline.settings`` only.
+* the environment is read in ``ragline.settings`` only;
+* no module in ``src/`` is longer than 500 lines (issue 35), but the few named in
+  ``OVER_500_LINES`` while their splits land.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ def _lint(root: Path) -> subprocess.CompletedProcess[str]:
 def test_import_contracts_hold() -> None:
     done = _lint(ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "3 kept, 0 broken" in done.stdout
+    declared = (ROOT / "pyproject.toml").read_text().count("[[tool.importlinter.contracts]]")
+    assert declared >= 4 and f"{declared} kept, 0 broken" in done.stdout
 
 
 def test_import_contracts_catch_a_route_reaching_into_the_catalog(tmp_path: Path) -> None:
@@ -85,3 +88,23 @@ def test_the_environment_is_read_in_ragline_settings_only() -> None:
                     a.name in ("environ", "getenv", "putenv") for a in node.names):
                 offenders.append(f"{rel}:{node.lineno}")
     assert offenders == []
+
+
+MAX_MODULE_LINES = 500
+OVER_500_LINES = {  # each branch that splits one of these takes it out of the list
+    "settings.py",  # split by the coordinator once every branch's settings are merged
+    "facade.py",  # issue 35 items 1-4: the root and its area doors
+    "providers/stores/qdrant_edge/generation.py",
+}
+
+
+def test_no_module_is_longer_than_500_lines() -> None:
+    """A module past 500 lines holds more than one idea: split it by what it does (as
+    ``api/schemas_ops.py`` and ``providers/stores/chroma/client.py`` were)."""
+    lengths = {str(p.relative_to(SRC)): len(p.read_text().splitlines())
+               for p in sorted(SRC.rglob("*.py"))}
+    too_long = {name: n for name, n in lengths.items()
+                if n > MAX_MODULE_LINES and name not in OVER_500_LINES}
+    assert too_long == {}, f"split these modules (at most {MAX_MODULE_LINES} lines): {too_long}"
+    listed_but_short = sorted(n for n in OVER_500_LINES if lengths.get(n, 0) <= MAX_MODULE_LINES)
+    assert listed_but_short == [], f"take these out of OVER_500_LINES: {listed_but_short}"

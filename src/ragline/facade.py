@@ -627,10 +627,9 @@ class Ragline(AnswersMixin):
 
     # -- search ------------------------------------------------------------------------
     async def search(self, caller: Principal, request: SearchRequest) -> SearchResponse:
-        name = self.services.search.existing_default(request.collection)
+        name = self.services.search.existing_default(request.collection)  # the one time
         self.access.collection(caller, name)
-        request.collection = name
-        return await self.services.search.search(self.access.read_scope(caller), request)
+        return await self.services.search.search(self.access.read_scope(caller), name, request)
 
     def search_sync(self, caller: Principal, request: SearchRequest) -> SearchResponse:
         """:meth:`search` for synchronous callers: the same pipeline on the facade's loop."""

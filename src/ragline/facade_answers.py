@@ -211,8 +211,8 @@ class AnswersMixin:
                 for h in res.hits]
 
     async def _search(self, caller: Principal, req: SearchRequest) -> Any:
-        req.collection = self._name(caller, req.collection)
-        return await self.services.search.search(self.access.read_scope(caller), req)
+        name = self._name(caller, req.collection)
+        return await self.services.search.search(self.access.read_scope(caller), name, req)
 
     def retrieve(self, context: Mapping[str, Any], k: int = 5, *,
                  collection: str | None = None, caller: Principal | None = None) -> list[Hit]:

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
+from ragline.core.search_request import Mode, SearchRequest, SearchTarget
 from ragline.core.types import ScoredRecord, StoreQuery
 from ragline.facade import Ragline
 from ragline.services.documents import DocumentInput
-from ragline.services.retrieval import Mode, SearchQuery
 from ragline.testing.store_conformance import ranking
 from tests.ingestion_support import fake_settings
 
@@ -34,13 +34,13 @@ def rl(tmp_path: Path) -> Iterator[Ragline]:
     r.close()
 
 
-def queries() -> list[SearchQuery]:
+def queries() -> list[tuple[SearchRequest, SearchTarget]]:
     out = []
     modes: list[Mode] = ["dense", "sparse", "hybrid"]
     for i, mode in enumerate(modes * 6):
-        out.append(SearchQuery("docs", "other" if i % 7 == 0 else "default",
-                               query=f"{WORDS[i % 8]} {WORDS[(i + 2) % 8]}", mode=mode,
-                               limit=5, fusion="rrf" if i % 2 else "dbsf"))
+        out.append((SearchRequest(query=f"{WORDS[i % 8]} {WORDS[(i + 2) % 8]}", mode=mode,
+                                  limit=5, fusion="rrf" if i % 2 else "dbsf"),
+                    SearchTarget("docs", "other" if i % 7 == 0 else "default")))
     return out
 
 
@@ -57,22 +57,22 @@ def test_concurrent_searches_share_store_calls_and_rank_as_alone(rl: Ragline) ->
         return real(key, qs)
 
     rl.services.store.query_batch = counting  # type: ignore[assignment]
-    alone = [rl.call_sync(rl.services.retrieval.search, q) for q in queries()]
+    alone = [rl.call_sync(rl.services.retrieval.search, *q) for q in queries()]
     calls.clear()
     items_before = rl.services.retrieval.batching_stats()["items"]
 
     async def together() -> list[Any]:
-        return await asyncio.gather(*(rl.services.retrieval.search(q) for q in queries()))
+        return await asyncio.gather(*(rl.services.retrieval.search(*q) for q in queries()))
 
     batched = asyncio.run(together())
     assert [ids(r.hits) for r in batched] == [ids(r.hits) for r in alone]
-    assert [r.mode for r in batched] == [q.mode for q in queries()]
+    assert [r.mode for r in batched] == [q.mode for q, _ in queries()]
     assert sum(calls) == len(queries()) and len(calls) < len(queries())
     assert rl.services.retrieval.batching_stats()["items"] - items_before == len(queries())
-    other = {h.id for q, r in zip(queries(), batched, strict=True) if q.tenant == "other"
+    other = {h.id for (_, t), r in zip(queries(), batched, strict=True) if t.tenant == "other"
              for h in r.hits}
-    mine = {h.id for q, r in zip(queries(), batched, strict=True) if q.tenant == "default"
-            for h in r.hits}
+    mine = {h.id for (_, t), r in zip(queries(), batched, strict=True)
+            if t.tenant == "default" for h in r.hits}
     assert other and mine and not other & mine  # tenants stay apart inside one batch
 
 
@@ -86,16 +86,16 @@ def test_one_failing_query_does_not_fail_its_batch_mates(rl: Ragline) -> None:
 
     rl.services.store.query_batch = poisoned  # type: ignore[assignment]
     good = queries()[:6]
-    bad = SearchQuery("docs", "default", query="poison", mode="sparse")
+    bad = (SearchRequest(query="poison", mode="sparse"), SearchTarget("docs", "default"))
 
     async def together() -> list[Any]:
-        return await asyncio.gather(*(rl.services.retrieval.search(q) for q in [*good, bad]),
+        return await asyncio.gather(*(rl.services.retrieval.search(*q) for q in [*good, bad]),
                                     return_exceptions=True)
 
     res = asyncio.run(together())
     assert isinstance(res[-1], RuntimeError)
     search = rl.services.retrieval.search
-    assert [ids(r.hits) for r in res[:-1]] == [ids(rl.call_sync(search, q).hits) for q in good]
+    assert [ids(r.hits) for r in res[:-1]] == [ids(rl.call_sync(search, *q).hits) for q in good]
 
 
 @pytest.mark.parametrize(("overrides", "held"), [

@@ -19,14 +19,16 @@ from ragline.facade import Ragline
 
 TENANT_HEADER = "x-ragline-tenant"
 ROLE_HEADER = "x-ragline-role"
-# request.state attribute: the facade ?service= chose (api/routing.py); absent: the app's
+# request.state attribute: the facade ?service= chose (api/routing.ServiceRoute); absent:
+# the app's
 SERVED_BY = "served_by"
 
 
 # async so FastAPI does not send these trivial lookups through its thread pool
 async def get_ragline(request: Request) -> Ragline:
     """The facade that serves this request: the app's, or the one of the store
-    connection that ``?service=`` named (set by ``api/routing.py`` before the route)."""
+    connection that ``?service=`` named (set by ``api/routing.ServiceRoute`` before the
+    route's dependencies run)."""
     rl: Ragline = getattr(request.state, SERVED_BY, None) or request.app.state.ragline
     return rl
 

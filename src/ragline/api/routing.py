@@ -1,26 +1,30 @@
-"""``?service=ID`` on collection, document and collection-search routes.
+"""``?service=ID`` on collection, document, source and collection-search routes: who
+serves the request is decided in one place, :class:`ServiceRoute`, the route class of
+those routers (``route_class=`` at the top of each of their modules).
 
-One dependency, on those routers only, asks ``Ragline.route`` who serves the
-request:
+Before the route's own parsing and dependencies run, its handler reads ``service``:
 
-* without ``service`` (or with ``local``): nothing happens, the route serves it here;
-* a store connection (pgvector, a Qdrant or Chroma server): the facade of that
-  store is put on ``request.state``, where the route's ``RL`` dependency picks it
-  up, so the unchanged route calls the same use case on it with the same caller
-  (tenant and role as here);
-* another ragline server: the request goes to ``Ragline.forward`` and the other
-  server's status, body and content type are returned as they are (raised as
-  :class:`PassThrough`, so the route itself never runs).
+* absent: the route runs here, as any other;
+* given: the caller is authenticated (401 first, before anything about connections
+  is told), then ``Ragline.route`` names who serves it:
 
-This dependency runs before the route's own (router dependencies come first) and
-reads the server's facade from the app, not through ``RL``: FastAPI caches a
-dependency's value per request, and the route's ``RL`` must be resolved after
-the facade to use is known. The same routes are also served under ``/api``
-(``/api/collections/...``, as spec 000's Node middleware calls them), hidden from
-the OpenAPI document to keep one entry per operation.
+  * ``local`` or a store connection (pgvector, a Qdrant or Chroma server): a facade,
+    this server's or the one of that store, put on ``request.state`` where the
+    route's ``RL`` dependency finds it, so the unchanged route calls the same use
+    case on it with the same caller (tenant and role as here);
+  * another ragline server: the request goes to ``Ragline.forward`` and the other
+    server's status, body and content type are returned as they are; the route
+    itself never runs.
 
-A body that is not JSON at all is refused here (400) before routing: FastAPI
-parses JSON bodies before any dependency runs.
+The decision is a value the handler branches on, not an exception out of a
+dependency (FastAPI can only skip a route from a dependency by raising). It is made
+after the body is read and before it is validated, as FastAPI orders its own work:
+a body that is not JSON at all is refused by the route's parser (400) before
+anything is routed, while a body this server's schema would refuse still goes to
+another server, which answers for it. ``service`` is declared (for the OpenAPI
+document) by a dependency the route class adds. The same routes are also served
+under ``/api`` (``/api/collections/...``, as spec 000's Node middleware calls them),
+hidden from the OpenAPI document to keep one entry per operation.
 
 The other server gets exactly the path authorised here (issue 32): each segment
 is decoded once and encoded again, and a segment that is ``.`` or ``..`` (however
@@ -31,14 +35,18 @@ run a different route over there than the one checked here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import email.message
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
 from urllib.parse import quote, unquote
 
 from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
+from fastapi.routing import APIRoute
 
-from ragline.api.deps import SERVED_BY, Caller
+from ragline.api.deps import SERVED_BY, get_caller
+from ragline.api.fast_json import FastJSONRoute
 from ragline.errors import InvalidInput
 from ragline.facade import Forwarded, Outgoing, Ragline
 
@@ -70,24 +78,22 @@ def forwarded_path(raw: str, routed: str) -> str:
     return path
 
 
-class PassThrough(Exception):
-    """Carries another server's answer out of the dependency, past the route."""
+async def service_parameter(
+        service: str | None = Query(None, description=SERVICE_HELP)) -> str | None:
+    """Declares ``?service=`` on a routed operation (OpenAPI, validation); the decision
+    is :meth:`ServiceRoute.get_route_handler`'s. Async: a no-op needs no worker thread."""
+    return service
 
-    def __init__(self, answer: Forwarded) -> None:
-        super().__init__(answer.status)
-        self.answer = answer
 
-
-async def route_service(request: Request, caller: Caller,
-                        service: str | None = Query(None, description=SERVICE_HELP)) -> None:
-    if service is None:
-        return
+async def who_serves(request: Request, service: str) -> Ragline | Forwarded:
+    """The facade that serves a ``?service=`` request here, or the answer of the other
+    server it was passed through to."""
+    caller = await get_caller(request)
     rl: Ragline = request.app.state.ragline
     # a thread: the first request to a store connection opens its catalog and store
     served_by = await run_in_threadpool(rl.route, caller, service)
     if served_by is not None:
-        setattr(request.state, SERVED_BY, served_by)
-        return
+        return served_by
     raw = request.scope.get("raw_path")  # as sent: an id with %3F stays one segment
     routed = request.scope.get("path") or request.url.path  # decoded, as matched here
     path = forwarded_path(raw.decode("latin-1") if isinstance(raw, bytes) and raw
@@ -95,17 +101,65 @@ async def route_service(request: Request, caller: Caller,
     outgoing = Outgoing(request.method, path, request.query_params.multi_items(),
                         await request.body(), request.headers.get("content-type"),
                         getattr(request.state, "request_id", None))
-    raise PassThrough(await rl.forward(caller, service, outgoing))
+    return await rl.forward(caller, service, outgoing)
+
+
+async def _parser_refuses(request: Request) -> bool:
+    """Whether the route's own parser refuses this body as not JSON (FastAPI reads a
+    body as JSON under ``application/json`` or ``application/*+json``)."""
+    message = email.message.Message()
+    message["content-type"] = request.headers.get("content-type") or ""
+    subtype = message.get_content_subtype()
+    if message.get_content_maintype() != "application" or not (
+            subtype == "json" or subtype.endswith("+json")):
+        return False
+    try:
+        if await request.body():
+            await request.json()  # kept on the request: the route does not parse it again
+    except Exception:  # the route's parser meets the same error and answers it (400)
+        return True
+    return False
+
+
+class ServiceRoute(APIRoute):
+    """A route that ``?service=ID`` may send to another store or server (see the module
+    docstring): the one place that decides who serves it."""
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        dependencies = list(kwargs.pop("dependencies", None) or [])
+        if not any(d.dependency is service_parameter for d in dependencies):
+            dependencies.insert(0, Depends(service_parameter))  # once, also under /api
+        super().__init__(path, endpoint, dependencies=dependencies, **kwargs)
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+        reads_body = self.body_field is not None
+
+        async def serve(request: Request) -> Response:
+            service = request.query_params.get("service")
+            if service is None or (reads_body and await _parser_refuses(request)):
+                return await handler(request)
+            served = await who_serves(request, service)
+            if isinstance(served, Forwarded):
+                return Response(served.body, status_code=served.status,
+                                headers=served.headers)
+            setattr(request.state, SERVED_BY, served)
+            return await handler(request)
+
+        return serve
+
+
+class FastJSONServiceRoute(FastJSONRoute, ServiceRoute):
+    """:class:`ServiceRoute` whose handler sees a
+    :class:`~ragline.api.fast_json.FastJSONRequest` (the bulk routes: documents,
+    search); the decision reads the same request object the route then parses."""
 
 
 def install(app: FastAPI, routers: Sequence[APIRouter]) -> None:
-    routed = [Depends(route_service)]
+    """Serve routers of :class:`ServiceRoute` routes at the root and under ``/api``."""
     for router in routers:
-        app.include_router(router, dependencies=routed)
+        if not all(isinstance(r, ServiceRoute) for r in router.routes):
+            raise TypeError("a router served with ?service= needs route_class=ServiceRoute")
+        app.include_router(router)
     for router in routers:
-        app.include_router(router, prefix="/api", dependencies=routed, include_in_schema=False)
-
-    @app.exception_handler(PassThrough)
-    async def _pass_through(_: Request, exc: PassThrough) -> Response:
-        answer = exc.answer
-        return Response(answer.body, status_code=answer.status, headers=answer.headers)
+        app.include_router(router, prefix="/api", include_in_schema=False)

@@ -8,7 +8,8 @@ validation. ``tests/api/test_openapi_contract.py`` checks that real responses
 validate against these schemas and that every example does too.
 
 Each model carries one example (``json_schema_extra``); ``api/openapi.py`` also
-puts it on the response's media type, where Swagger UI shows it.
+puts it on the response's media type, where Swagger UI shows it. The bodies of the
+operations, connection and answer routes are in :mod:`ragline.api.schemas_ops`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ TS = "2026-11-23T14:11:03.667599+00:00"
 JOB_ID = "97ab568c9b154ac5b34407c32280990d"
 
 
-def _example(example: dict[str, Any] | list[Any]) -> ConfigDict:
+def example(example: dict[str, Any] | list[Any]) -> ConfigDict:
+    """A model's one example, as its ``model_config``."""
     return ConfigDict(json_schema_extra={"examples": [example]})
 
 
@@ -68,7 +70,7 @@ class CollectionOut(BaseModel):
     updated_at: str
     embed: EmbedOut | None = Field(None, description="Server-side embedding, when opted in.")
 
-    model_config = _example({
+    model_config = example({
         "name": "docs", "metadata": {}, "dimension": 384, "embedding_provider": None,
         "embedding_model": None, "count": 1, "created_at": TS, "updated_at": TS,
         "embed": {"provider": "local", "model": "all-MiniLM-L6-v2"}})
@@ -77,14 +79,14 @@ class CollectionOut(BaseModel):
 class CollectionCreated(CollectionOut):
     status: Literal["created"]
 
-    model_config = _example({"status": "created", **example_of(CollectionOut), "count": 0})
+    model_config = example({"status": "created", **example_of(CollectionOut), "count": 0})
 
 
 class CollectionUpdated(CollectionOut):
     status: Literal["updated"]
     mode: Literal["replace", "merge"]
 
-    model_config = _example({"status": "updated", "mode": "merge",
+    model_config = example({"status": "updated", "mode": "merge",
                              **example_of(CollectionOut), "metadata": {"book": "robolearn"}})
 
 
@@ -92,14 +94,14 @@ class CollectionList(BaseModel):
     collections: list[CollectionOut]
     count: int
 
-    model_config = _example({"collections": [example_of(CollectionOut)], "count": 1})
+    model_config = example({"collections": [example_of(CollectionOut)], "count": 1})
 
 
 class CollectionDeleted(BaseModel):
     status: Literal["deleted"]
     collection: str
 
-    model_config = _example({"status": "deleted", "collection": "docs"})
+    model_config = example({"status": "deleted", "collection": "docs"})
 
 
 # -- sources ---------------------------------------------------------------------------------
@@ -126,7 +128,7 @@ class SourceSummary(BaseModel):
     shared: bool = Field(False, description="Part of the shared corpus (tenant '*') that an "
                          "admin published to every reader; read-only to user keys.")
 
-    model_config = _example(SOURCE)
+    model_config = example(SOURCE)
 
 
 class SourceList(BaseModel):
@@ -134,7 +136,7 @@ class SourceList(BaseModel):
     count: int
     total: int
 
-    model_config = _example({"sources": [SOURCE], "count": 1, "total": 1})
+    model_config = example({"sources": [SOURCE], "count": 1, "total": 1})
 
 
 class SourceOut(SourceSummary):
@@ -142,7 +144,7 @@ class SourceOut(SourceSummary):
     chunks_in_store: int = Field(description="How many of chunk_ids the store holds.")
     title: str | None
 
-    model_config = _example({**SOURCE, "chunk_ids": ["chapter-3/topics#0", "chapter-3/topics#1"],
+    model_config = example({**SOURCE, "chunk_ids": ["chapter-3/topics#0", "chapter-3/topics#1"],
                              "chunks_in_store": 2, "title": "Topics"})
 
 
@@ -152,7 +154,7 @@ class SourceDeleted(BaseModel):
     source_id: str
     count_deleted: int = Field(description="Chunks removed from the store.")
 
-    model_config = _example({"status": "deleted", "collection": "docs",
+    model_config = example({"status": "deleted", "collection": "docs",
                              "source_id": "chapter-3/topics", "count_deleted": 2})
 
 
@@ -163,7 +165,7 @@ class DocumentsAdded(BaseModel):
     count: int
     ids: list[str] = Field(description="The stored ids, generated where none was given.")
 
-    model_config = _example({"status": "success", "collection": "docs", "count": 1,
+    model_config = example({"status": "success", "collection": "docs", "count": 1,
                              "ids": ["a"]})
 
 
@@ -172,7 +174,7 @@ class DocumentsDeleted(BaseModel):
     collection: str
     count_deleted: int
 
-    model_config = _example({"status": "deleted", "collection": "docs", "count_deleted": 2})
+    model_config = example({"status": "deleted", "collection": "docs", "count_deleted": 2})
 
 
 class CollectionEmptied(BaseModel):
@@ -180,7 +182,7 @@ class CollectionEmptied(BaseModel):
     collection: str
     count_deleted: int
 
-    model_config = _example({"status": "emptied", "collection": "docs", "count_deleted": 40})
+    model_config = example({"status": "emptied", "collection": "docs", "count_deleted": 40})
 
 
 class MetadataValues(BaseModel):
@@ -189,7 +191,7 @@ class MetadataValues(BaseModel):
                               "counted one by one).")
     count: int
 
-    model_config = _example({"field": "chapter", "values": [1, 2, 3], "count": 3})
+    model_config = example({"field": "chapter", "values": [1, 2, 3], "count": 3})
 
 
 # -- search ----------------------------------------------------------------------------------
@@ -225,7 +227,7 @@ class SearchResults(BaseModel):
     warnings: list[str] | None = Field(None, description="Present when something was "
                                        "degraded or ignored.")
 
-    model_config = _example({"results": [_HIT], "mode": "hybrid", "took_ms": 6.53,
+    model_config = example({"results": [_HIT], "mode": "hybrid", "took_ms": 6.53,
                              "stages": ["hybrid:rrf"]})
 
 
@@ -233,7 +235,7 @@ class BookSearchResults(SearchResults):
     collection: str = Field(description="The collection searched (the default when none "
                             "was named).")
 
-    model_config = _example({**example_of(SearchResults), "collection": "robolearn"})
+    model_config = example({**example_of(SearchResults), "collection": "robolearn"})
 
 
 # -- context ---------------------------------------------------------------------------------
@@ -269,7 +271,7 @@ class ContextOut(BaseModel):
     prev_chunk_id: Any
     next_chunk_id: Any
 
-    model_config = _example({
+    model_config = example({
         "chunk": _CHUNK, "parent_doc_id": "module-1/lesson-1",
         "prev": {**_CHUNK, "id": "c7", "chunk_index": 7, "prev_chunk_id": "c6",
                  "next_chunk_id": "c8"},
@@ -287,7 +289,7 @@ class LessonOut(BaseModel):
     chunks: list[ChunkOut] = Field(description="In chunk_index order.")
     text: str = Field(description="The chunks joined (overlaps removed).")
 
-    model_config = _example({
+    model_config = example({
         "parent_doc_id": "module-1/lesson-1", "title": "Lesson 1.1: How Robots Sense",
         "source_path": "module-1/lesson-1.md", "collection": "robolearn", "total_chunks": 1,
         "chunks": [{**_CHUNK, "chunk_index": 0, "prev_chunk_id": None,
@@ -302,7 +304,7 @@ class JobAccepted(BaseModel):
     collection: str
     mode: str
 
-    model_config = _example({"job_id": JOB_ID, "status": "queued", "collection": "book",
+    model_config = example({"job_id": JOB_ID, "status": "queued", "collection": "book",
                              "mode": "incremental"})
 
 
@@ -339,7 +341,7 @@ class JobOut(BaseModel):
     rate_files_per_s: float | None
     eta_s: float | None
 
-    model_config = _example({
+    model_config = example({
         "job_id": JOB_ID, "status": "succeeded", "mode": "incremental", "kind": "directory",
         "trigger": "api", "collection": "book", "path": "/srv/books/robolearn",
         "restricted_paths": None, "files_total": 6, "files_seen": 6, "files_changed": 6,
@@ -354,7 +356,7 @@ class JobList(BaseModel):
     jobs: list[JobOut] = Field(description="Newest first.")
     count: int
 
-    model_config = _example({"jobs": [example_of(JobOut)], "count": 1})
+    model_config = example({"jobs": [example_of(JobOut)], "count": 1})
 
 
 class JobRerun(BaseModel):
@@ -362,7 +364,7 @@ class JobRerun(BaseModel):
     status: str
     rerun_of: str
 
-    model_config = _example({"job_id": "fdeb29aecc7648a1ba62c779e4a880b8",
+    model_config = example({"job_id": "fdeb29aecc7648a1ba62c779e4a880b8",
                              "status": "queued", "rerun_of": JOB_ID})
 
 
@@ -376,7 +378,7 @@ class WebhookResult(BaseModel):
     job_id: str | None = None
     collection: str | None = None
 
-    model_config = _example({"status": "queued", "job_id": JOB_ID, "collection": "book"})
+    model_config = example({"status": "queued", "job_id": JOB_ID, "collection": "book"})
 
 
 class IngestProcessed(BaseModel):
@@ -388,7 +390,7 @@ class IngestProcessed(BaseModel):
     title: str | None
     unchanged: bool
 
-    model_config = _example({"message": "Document processed successfully.",
+    model_config = example({"message": "Document processed successfully.",
                              "sourceId": "upload/notes.md", "chunksCreated": 3,
                              "title": "Notes", "unchanged": False})
 
@@ -401,7 +403,7 @@ class IngestQueued(BaseModel):
     job_id: str
     status: Literal["queued"]
 
-    model_config = _example({"message": "Document accepted for processing.",
+    model_config = example({"message": "Document accepted for processing.",
                              "jobId": JOB_ID, "job_id": JOB_ID, "status": "queued"})
 
 
@@ -417,7 +419,7 @@ class KeyOut(BaseModel):
     last_used_at: str | None
     revoked_at: str | None
 
-    model_config = _example({"id": "d1c449346431", "role": "user", "tenant": "alice",
+    model_config = example({"id": "d1c449346431", "role": "user", "tenant": "alice",
                              "name": "alice's laptop", "created_at": TS,
                              "last_used_at": None, "revoked_at": None})
 
@@ -425,326 +427,18 @@ class KeyOut(BaseModel):
 class KeyCreated(KeyOut):
     key: str = Field(description="The secret, shown this once.")
 
-    model_config = _example({**example_of(KeyOut),
+    model_config = example({**example_of(KeyOut),
                              "key": "rl_d1c449346431_XmGVdoYUvGI77lCNDeKtCshalJIB7ov9Q9VHnmzJW8Y"})
 
 
 class KeyRevoked(KeyOut):
     status: Literal["revoked"]
 
-    model_config = _example({"status": "revoked", **example_of(KeyOut), "revoked_at": TS})
+    model_config = example({"status": "revoked", **example_of(KeyOut), "revoked_at": TS})
 
 
 class KeyList(BaseModel):
     keys: list[KeyOut]
     count: int
 
-    model_config = _example({"keys": [example_of(KeyOut)], "count": 1})
-
-
-# -- operations ------------------------------------------------------------------------------
-class ComponentHealth(BaseModel):
-    status: Literal["ok", "degraded", "down"]
-    timestamp: str
-    details: dict[str, Any] = {}
-    error: str | None = None
-
-
-class DiskStatus(BaseModel):
-    free_bytes: int | None = Field(None, description="Admin keys only.")
-    reserve_bytes: int | None = Field(None, description="Admin keys only.")
-    writes_allowed: bool = Field(description="False: writes answer 507 until space is freed.")
-
-
-class CollectionStatus(BaseModel):
-    name: str
-    status: Literal["ok", "empty", "error"] = Field(
-        description="ok: the store holds it; empty: nothing written yet; error: the store "
-        "could not say.")
-    dimension: int | None
-
-
-class HealthOut(BaseModel):
-    """Anonymous callers get ``status``, ``timestamp``, ``version`` and ``cross_encoder``;
-    a user key adds the store's status, ``collections``, ``collection_status`` (its
-    tenant's collections only) and ``disk.writes_allowed``; an admin key everything."""
-
-    status: Literal["healthy", "degraded"]
-    timestamp: str
-    version: str
-    store: ComponentHealth | None = Field(None, description="With a key (details: admin).")
-    collections: int | None = Field(None, description="Collections the caller may read.")
-    collection_status: list[CollectionStatus] | None = Field(
-        None, description="Spec 004's per-collection status, with a key.")
-    storage_bytes: int | None = Field(None, description="Admin keys only.")
-    catalog_error: str | None = Field(None, description="When the catalog could not be read.")
-    disk: DiskStatus | None = Field(None, description="With a key (sizes: admin).")
-    cross_encoder: dict[str, str] | None = Field(None, description="When a reranker is "
-                                                 "loaded: its model and status.")
-    chat: dict[str, bool] | None = Field(None, description="`configured`: whether a chat "
-                                         "model is configured (without one, POST /api/chat "
-                                         "answers 503 naming the settings).")
-
-    model_config = _example({
-        "status": "healthy", "timestamp": TS, "version": "0.1.0",
-        "store": {"status": "ok", "timestamp": TS,
-                  "details": {"engine": "qdrant-edge", "open_shards": 1}, "error": None},
-        "collections": 1,
-        "collection_status": [{"name": "docs", "status": "ok", "dimension": 384}],
-        "storage_bytes": 2174976,
-        "disk": {"free_bytes": 55223734272, "reserve_bytes": 268435456,
-                 "writes_allowed": True}, "chat": {"configured": False}})
-
-
-class InfoCollection(BaseModel):
-    name: str
-    count: int
-    dimension: int | None
-    size_bytes: int | None = Field(None, description="Admin keys only (server-wide).")
-    embedding_provider: str | None
-    embedding_model: str | None
-
-
-class InfoCatalog(BaseModel):
-    backend: Literal["sqlite", "postgres"]
-    schema_version: int = Field(description="The version the catalog's database is at "
-                                "(one numbering for both backends; docs/scaling.md).")
-
-
-class InfoOut(BaseModel):
-    version: str
-    collections: list[InfoCollection]
-    total_documents: int
-    scope: Literal["server", "tenant"] = Field(
-        "server", description="'server' (admin keys): every figure below; 'tenant' (user "
-        "keys): the caller's collections and counts only.")
-    storage_bytes: int | None = Field(None, description="Admin keys only.")
-    embedding_cache: dict[str, Any] | None = Field(
-        None, description="Admin keys only. Per cache key connectionId:model: hits, misses, "
-        "size, the collections sharing it.")
-    embedding_cache_totals: dict[str, Any] | None = Field(
-        None, description="Admin keys only. hits, misses, hit_rate.")
-    search_batching: dict[str, Any] | None = Field(None, description="Admin keys only.")
-    indexing: dict[str, Any] | None = Field(
-        None, description="Background index builds of the embedded store (null for stores "
-        "without them): enabled, builds, failures, building, pending, last_swap_stall_ms, "
-        "last_build (step timings in seconds).")
-    catalog: InfoCatalog | None = Field(None, description="The catalog's backend and schema "
-                                        "version.")
-
-    model_config = _example({
-        "version": "0.1.0",
-        "collections": [{"name": "docs", "count": 26, "dimension": 384,
-                         "size_bytes": 1888256, "embedding_provider": None,
-                         "embedding_model": None}],
-        "total_documents": 26, "scope": "server", "storage_bytes": 2174976,
-        "embedding_cache": {"local:all-MiniLM-L6-v2": {"hits": 1, "misses": 2, "size": 2,
-                                                       "collections": ["docs"]}},
-        "embedding_cache_totals": {"hits": 1, "misses": 2, "hit_rate": 0.3333},
-        "search_batching": {"batches": 2, "items": 2, "mean_batch": 1.0},
-        "indexing": {"enabled": True, "builds": 1, "failures": 0, "building": False,
-                     "pending": 0, "last_swap_stall_ms": 512.3,
-                     "last_build": {"copy_s": 0.4, "build_s": 61.2, "load_s": 0.31,
-                                    "locked_s": 0.05, "close_s": 0.15, "replayed": 12,
-                                    "total_s": 62.3}},
-        "catalog": {"backend": "sqlite", "schema_version": 6}})
-
-
-class ProviderInfo(BaseModel):
-    name: str
-    kind: str = Field(description="Its registry group: stores, embedders, rerankers, llms, "
-                      "tools.")
-    schema_: dict[str, Any] = Field(alias="schema", description="JSON Schema of its config "
-                                    "(secrets writeOnly; a tool's: its arguments).")
-    capabilities: list[str]
-
-    model_config = _example({"name": "local", "kind": "embedders",
-                             "schema": {"type": "object", "properties": {}},
-                             "capabilities": ["embeddings", "local", "offline"]})
-
-
-class PluginProblem(BaseModel):
-    kind: str
-    name: str
-    distribution: str | None = Field(description="The installed distribution declaring it.")
-    reason: str = Field(description="Why it is not loaded (import error, not a provider, not "
-                        "in RAGLINE_PROVIDERS_ALLOW).")
-
-
-class ProvidersOut(BaseModel):
-    """Registered providers by kind, and the installed plugins that did not load."""
-
-    kinds: list[str]
-    stores: list[ProviderInfo]
-    embedders: list[ProviderInfo]
-    rerankers: list[ProviderInfo]
-    llms: list[ProviderInfo]
-    tools: list[ProviderInfo]
-    errors: list[PluginProblem] = Field(description="Plugins that failed to load, and why.")
-    skipped: list[PluginProblem] = Field(description="Plugins RAGLINE_PROVIDERS_ALLOW keeps "
-                                         "out.")
-
-    model_config = _example({
-        "kinds": ["stores", "embedders", "rerankers", "llms", "tools"], "stores": [],
-        "embedders": [example_of(ProviderInfo)], "rerankers": [], "llms": [], "tools": [],
-        "errors": [{"kind": "stores", "name": "acme-broken", "distribution": "acme-ragline",
-                    "reason": "import failed: ModuleNotFoundError: No module named 'acme'"}],
-        "skipped": []})
-
-
-class ProviderSchemaOut(ProviderInfo):
-    """One provider's schema; ``providers`` lists every kind that has one of this name."""
-
-    kinds: list[str]
-    providers: list[ProviderInfo]
-
-    model_config = _example({**example_of(ProviderInfo), "kinds": ["embedders"],
-                             "providers": [example_of(ProviderInfo)]})
-
-
-class ConnectionOut(BaseModel):
-    """A named connection; ``options``/``secrets_set``/``created_at`` for admins only, and
-    never a secret's value."""
-
-    id: str
-    kind: str
-    provider: str
-    source: Literal["builtin", "config", "api"]
-    capabilities: list[str]
-    options: dict[str, Any] | None = Field(None, description="Its config without secrets.")
-    secrets_set: list[str] | None = Field(None, description="Names of the secrets set.")
-    created_at: str | None = None
-
-    model_config = _example({
-        "id": "staging", "kind": "stores", "provider": "ragline-remote", "source": "api",
-        "capabilities": ["collections", "search", "embeddings", "metadata_filtering",
-                         "hybrid", "facets", "persistence", "passthrough"],
-        "options": {"base_url": "http://rag2:8000", "timeout": 30.0, "verify_tls": True,
-                    "retries": 3, "backoff": 0.2, "health_ttl": 30.0, "failure_ttl": 5.0,
-                    "collection_prefix": "shard-"},
-        "secrets_set": ["api_key"], "created_at": TS})
-
-
-class ConnectionCreated(ConnectionOut):
-    status: Literal["created"]
-
-    model_config = _example({"status": "created", **example_of(ConnectionOut)})
-
-
-class ConnectionList(BaseModel):
-    connections: list[ConnectionOut]
-    count: int
-
-    model_config = _example({"connections": [
-        {"id": "local", "kind": "stores", "provider": "qdrant-edge", "source": "builtin",
-         "capabilities": ["collections", "search"]}, example_of(ConnectionOut)], "count": 2})
-
-
-class ProviderHealth(BaseModel):
-    """Spec 000's standard health: status, timestamp, service details, error."""
-
-    status: Literal["ok", "degraded", "down"]
-    timestamp: str
-    details: dict[str, Any] = Field(description="latency_ms and the service's own figures "
-                                    "(collection_count, storage_bytes, model, dimension...).")
-    error: str | None
-
-    model_config = _example({"status": "ok", "timestamp": TS,
-                             "details": {"url": "http://rag2:8000", "collection_count": 3,
-                                         "storage_bytes": 2174976, "latency_ms": 4.2},
-                             "error": None})
-
-
-class ConnectionHealth(ProviderHealth):
-    id: str
-
-    model_config = _example({"id": "staging", **example_of(ProviderHealth)})
-
-
-class ConnectionDeleted(BaseModel):
-    status: Literal["deleted"]
-    id: str
-
-    model_config = _example({"status": "deleted", "id": "staging"})
-
-
-class VersionOut(BaseModel):
-    name: Literal["ragline"]
-    version: str
-    data_format_version: int
-    catalog_schema_version: int = Field(description="The catalog schema version this ragline "
-                                        "migrates to (SQLite and PostgreSQL alike).")
-    python: str
-    platform: str
-
-    model_config = _example({"name": "ragline", "version": "0.1.0", "data_format_version": 2,
-                             "catalog_schema_version": 6,
-                             "python": "3.11.7", "platform": "Linux-6.1-x86_64-with-glibc2.36"})
-
-
-# -- answers ---------------------------------------------------------------------------------
-class ChatAnswer(BaseModel):
-    """``stream: false``; with streaming, the same fields but ``answer`` come in ``done``."""
-
-    answer: str
-    conversation_id: str
-    strategy: str
-    path: str
-    tool: dict[str, Any] | None
-    sources: list[dict[str, Any]]
-    query: str
-    topic: str
-    timings: dict[str, float]
-
-    model_config = _example({
-        "answer": "Nodes talk over topics: one publishes, others subscribe.",
-        "conversation_id": "c0ffee", "strategy": "rag", "path": "retrieve", "tool": None,
-        "sources": [{"id": "a", "title": "Lesson 3.1", "source_type": "md"}],
-        "query": "how do nodes talk?", "topic": "ros2", "timings": {"total_ms": 812.4}})
-
-
-class ConversationMessage(BaseModel):
-    """A turn; assistant turns also carry the turn's strategy, path, tool and sources."""
-
-    role: str
-    content: str
-    created_at: str
-
-
-class ConversationOut(BaseModel):
-    id: str
-    collection: str | None
-    topic: str
-    created_at: str
-    updated_at: str
-    messages: list[ConversationMessage]
-
-    model_config = _example({
-        "id": "c0ffee", "collection": "docs", "topic": "ros2", "created_at": TS,
-        "updated_at": TS,
-        "messages": [{"role": "user", "content": "how do nodes talk?", "created_at": TS,
-                      "query": "how do nodes talk?"},
-                     {"role": "assistant", "content": "Over topics.", "created_at": TS,
-                      "strategy": "rag", "sources": []}]})
-
-
-class ChecklistStepOut(BaseModel):
-    order: int
-    priority: Literal["high", "medium", "low"]
-    action: str
-    rationale: str
-    source: str
-
-
-class ChecklistOut(BaseModel):
-    title: str
-    steps: list[ChecklistStepOut]
-    source_runbooks: list[str]
-    fallback: bool = Field(description="True when the model's answer was unusable and a "
-                           "generic checklist was returned.")
-
-    model_config = _example({
-        "title": "High CPU on web-1",
-        "steps": [{"order": 1, "priority": "high", "action": "Find the busiest process",
-                   "rationale": "runbook cpu.md", "source": "runbooks/cpu.md"}],
-        "source_runbooks": ["runbooks/cpu.md"], "fallback": False})
+    model_config = example({"keys": [example_of(KeyOut)], "count": 1})

@@ -5,13 +5,12 @@ small async callable the facade wires to the search use case (and tests replace
 with a scripted one). Every call carries the tenant, so a chat turn can only see
 its caller's documents.
 
-Relevance scale (what ``rag_relevance_threshold`` compares against): ``0.5 +
-cosine/2`` between the query embedding and the document embedding, in [0, 1] —
-MongoDB Atlas's ``vectorSearchScore`` for cosine indexes, the scale spec 001's
-0.75 was chosen on. It is computed from the embeddings, not from the search
-score, so it means the same whether the hit was ranked by dense, hybrid (DBSF/
-RRF) or reranked search. A collection without embeddings has no relevance
-(``None``), which never passes the threshold.
+Relevance scale (what ``rag_relevance_threshold`` compares against): the search
+pipeline's, :mod:`ragline.core.relevance` (``0.5 + cosine/2`` between the query
+embedding and the document embedding, in [0, 1], the scale spec 001's 0.75 was
+chosen on); a hit carries the number the search gave it, so chat and search agree
+on every hit. A collection without embeddings has no relevance (``None``), which
+never passes the threshold.
 """
 
 from __future__ import annotations
@@ -20,8 +19,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import numpy as np
-
+from ragline.core.relevance import passes
 from ragline.core.tenancy import TenantScope
 from ragline.core.types import Metadata, Vector
 
@@ -111,20 +109,6 @@ class Retriever(Protocol):
                        embeddings: TurnEmbeddings | None = None) -> list[Hit]: ...
 
 
-def relevance(query_vec: Vector | None,
-              doc_vec: Vector | list[float] | None) -> float | None:
-    """``0.5 + cosine/2`` (see the module docstring); None without both vectors."""
-    if query_vec is None or doc_vec is None:
-        return None
-    q = np.asarray(query_vec, dtype=np.float32)
-    d = np.asarray(doc_vec, dtype=np.float32)
-    denom = float(np.linalg.norm(q) * np.linalg.norm(d))
-    if denom == 0.0:
-        return None
-    cos = float(np.dot(q, d)) / denom
-    return min(1.0, max(0.0, 0.5 + cos / 2))
-
-
 def format_document(hit: Hit) -> str:
     """Spec 001's line: ``Document (Source: t, Title: x, File: f, URL: u, Score: s):`` + text.
 
@@ -168,5 +152,4 @@ async def fetch_rag_context(retriever: Retriever, tenant: str, collection: str,
 
 def passes_threshold(ctx: RagContext, threshold: float) -> bool:
     """Spec 001: the top document's relevance must reach the threshold (>=)."""
-    top = ctx.top_relevance
-    return top is not None and top >= threshold
+    return passes(ctx.top_relevance, threshold)

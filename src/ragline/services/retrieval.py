@@ -10,18 +10,20 @@ evaluation) run the same coroutine on the facade's own loop
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import anyio.to_thread
 import numpy as np
 
 from ragline.core.coalesce import Coalescer
-from ragline.core.filters import Node
-from ragline.core.tenancy import SHARED, TenantScope
+from ragline.core.relevance import passes
+from ragline.core.relevance import relevance_of as relevance_of  # re-exported: the scale
+from ragline.core.relevance import relevance_to as relevance_to
+from ragline.core.search_request import Fusion, Mode, Overviews, SearchRequest, SearchTarget
+from ragline.core.tenancy import SHARED
 from ragline.core.types import CollectionInfo, ScoredRecord, SearchMode, StoreQuery
 from ragline.core.types import Fusion as FusionKind
 from ragline.errors import InvalidInput
@@ -38,37 +40,6 @@ from ragline.services.validation import (
     check_vector,
 )
 
-Mode = Literal["dense", "sparse", "hybrid"]
-Fusion = Literal["rrf", "dbsf"]
-Overviews = Literal["yield", "keep"]
-
-
-@dataclass
-class SearchQuery:
-    collection: str
-    tenant: TenantScope
-    query: str | None = None
-    embedding: Any = None
-    mode: Mode | None = None
-    where: Node | None = None
-    limit: int = 10
-    score_threshold: float | None = None
-    include_embeddings: bool = False
-    rrf_k: int | None = None
-    candidates: int | None = None
-    fusion: Fusion | None = None
-    rerank: bool = False
-    rerank_candidates: int = 50
-    boost: dict[str, Any] | None = None
-    # -- result shaping and explanation (issue 12; see ragline.services.diversify) --
-    group_by: str | None = None
-    group_size: int = 1
-    mmr: float | None = None
-    overviews: Overviews | None = None
-    relevance_threshold: float | None = None
-    explain: bool = False
-    relevance: bool = True  # False: hits carry none, and sparse search embeds no query
-
 
 @dataclass
 class BatchSettings:
@@ -83,7 +54,7 @@ class BatchSettings:
 @dataclass
 class SearchResult:
     """Ranked hits plus, by hit id: ``relevance`` (the one scale, see
-    :func:`relevance_of`), ``explain`` (per-leg raw scores, when asked) and
+    :mod:`ragline.core.relevance`), ``explain`` (per-leg raw scores, when asked) and
     ``groups`` (a grouped hit's companions from the same group, best first)."""
 
     hits: list[ScoredRecord]
@@ -94,36 +65,6 @@ class SearchResult:
     relevance: dict[str, float] = field(default_factory=dict)
     explain: dict[str, dict[str, float | None]] = field(default_factory=dict)
     groups: dict[str, list[ScoredRecord]] = field(default_factory=dict)
-
-
-def relevance_of(query: np.ndarray, vector: Any) -> float:
-    """The one relevance scale: ``0.5 + cosine/2`` between the query's and the chunk's
-    embeddings, in [0, 1] — the number the chat's ``rag_relevance_threshold`` compares
-    with (:mod:`ragline.services.rag_context`). It depends only on the query and the
-    chunk, never on the mode, fusion or reranker that ranked the hit, so
-    ``relevance_threshold`` keeps the same hits in dense, sparse and hybrid search."""
-    return relevance_to(query)(vector)
-
-
-def relevance_to(query: np.ndarray) -> Callable[[Any], float]:
-    """:func:`relevance_of` against one query for many chunks: the query's norm and its
-    float64 copy are made once (per hit, ``np.linalg.norm`` and the cast were ~20 us of
-    a search's ~60 us of relevance for 10 hits, measured). Bit for bit the same numbers:
-    ``np.linalg.norm`` of a real vector is ``sqrt(x.dot(x))``, and ``np.dot`` of a
-    float32 and a float64 vector casts the float32 one first."""
-    qn = float(np.linalg.norm(query))
-    q64 = np.asarray(query, dtype=np.float64)
-    shape = q64.shape
-
-    def one(vector: Any) -> float:
-        v = np.asarray(vector, dtype=np.float64)
-        vn = math.sqrt(v.dot(v)) if v.ndim == 1 else float(np.linalg.norm(v))
-        if qn == 0 or vn == 0 or v.shape != shape:
-            return 0.5
-        cos = float(q64.dot(v) / (qn * vn))
-        return min(1.0, max(0.0, 0.5 + cos / 2))
-
-    return one
 
 
 @dataclass
@@ -170,10 +111,10 @@ class RetrievalService:
     def close(self) -> None:
         self._store_batcher.close()
 
-    def _plan(self, q: SearchQuery) -> _Plan:
-        info = self.collections.get(q.collection)
+    def _plan(self, q: SearchRequest, t: SearchTarget) -> _Plan:
+        info = self.collections.get(t.collection)
         self.collections.require("search", "search")
-        if q.where is not None:
+        if t.where is not None:
             self.collections.require("metadata_filtering", "filter by metadata")
         if not 1 <= q.limit <= 1000:
             raise InvalidInput("'limit' must be between 1 and 1000")
@@ -226,7 +167,7 @@ class RetrievalService:
                      overviews=(q.overviews or self.overviews) == "yield")
 
     @staticmethod
-    def _check_shaping(q: SearchQuery, info: CollectionInfo, has_vectors: bool) -> None:
+    def _check_shaping(q: SearchRequest, info: CollectionInfo, has_vectors: bool) -> None:
         if q.group_by is not None and not q.group_by.strip():
             raise InvalidInput("'group_by' must name a metadata field or be 'source'")
         if not 1 <= q.group_size <= 100:
@@ -244,7 +185,7 @@ class RetrievalService:
             raise InvalidInput("'relevance_threshold' compares each hit's relevance, which "
                                "'relevance': false turns off; drop one of them")
 
-    def _depth(self, q: SearchQuery, plan: _Plan) -> tuple[int, bool]:
+    def _depth(self, q: SearchRequest, plan: _Plan) -> tuple[int, bool]:
         """How many candidates the first stage returns, and whether stages after it
         may reorder or drop them (then the store gets no threshold)."""
         depth, later = q.limit, False
@@ -261,7 +202,7 @@ class RetrievalService:
             later = True
         return depth, later
 
-    def _first_stage(self, q: SearchQuery, plan: _Plan) -> StoreQuery:
+    def _first_stage(self, q: SearchRequest, t: SearchTarget, plan: _Plan) -> StoreQuery:
         """The store query; deeper and without threshold when later stages follow.
         Vectors come back when relevance, explain (its dense leg), MMR or the caller
         needs them."""
@@ -269,19 +210,19 @@ class RetrievalService:
         text = (q.query or "").strip()
         mode = SearchMode(plan.mode)
         return StoreQuery(
-            q.tenant, mode, depth, vector=None if mode == "sparse" else plan.vector,
-            text=text, where=q.where,
+            t.tenant, mode, depth, vector=None if mode == "sparse" else plan.vector,
+            text=text, where=t.where,
             with_vectors=(q.include_embeddings or q.mmr is not None
                           or (plan.vector is not None and (q.relevance or q.explain))),
             score_threshold=None if later or plan.mode != "dense" else q.score_threshold,
             rrf_k=q.rrf_k or self.rrf_k, candidates=q.candidates or self.candidates,
             fusion=FusionKind(q.fusion or self.fusion))
 
-    def _sparse_leg(self, q: SearchQuery, plan: _Plan) -> StoreQuery:
+    def _sparse_leg(self, q: SearchRequest, t: SearchTarget) -> StoreQuery:
         """The BM25 leg of a hybrid search alone, as deep as the fusion saw it, so
         ``explain`` can report each hit's raw BM25 (None: not among its candidates)."""
-        return StoreQuery(q.tenant, SearchMode.SPARSE, q.candidates or self.candidates,
-                          text=(q.query or "").strip(), where=q.where)
+        return StoreQuery(t.tenant, SearchMode.SPARSE, q.candidates or self.candidates,
+                          text=(q.query or "").strip(), where=t.where)
 
     def _run_batch(self, key: str, queries: list[StoreQuery]) -> list[Any]:
         """One store call for queries coalesced from concurrent requests. If it fails,
@@ -290,7 +231,7 @@ class RetrievalService:
         with metrics.STORE_QUERY_SECONDS.labels("query_batch").time():
             return list(self.store.query_batch(key, queries))
 
-    def _later_stages(self, q: SearchQuery, plan: _Plan,
+    def _later_stages(self, q: SearchRequest, plan: _Plan,
                       hits: list[ScoredRecord]) -> list[ScoredRecord]:
         """Rerank and boost (when asked), the overview prior, the thresholds, then
         grouping or MMR and the limit."""
@@ -332,21 +273,17 @@ class RetrievalService:
             hits = shaped
         if q.score_threshold is not None:
             hits = [h for h in hits if h.score >= q.score_threshold]
-        if q.relevance_threshold is not None:
-            hits = [h for h in hits if self._relevance(plan, h) >= q.relevance_threshold]
+        if q.relevance_threshold is not None:  # no embeddings, no relevance: never passes
+            rel, least = relevance_to(plan.vector), q.relevance_threshold
+            hits = [h for h in hits if passes(rel(h.embedding), least)]
         return self._shape(q, plan, hits)
 
-    def _diversify(self, q: SearchQuery) -> bool:
+    def _diversify(self, q: SearchRequest) -> bool:
         """Source diversity by default; a request that shapes its results itself
         (``group_by``, ``mmr``) gets exactly what it asked for."""
         return self.diversity.enabled and not q.group_by and q.mmr is None
 
-    def _relevance(self, plan: _Plan, hit: ScoredRecord) -> float:
-        if plan.vector is None or hit.embedding is None:
-            return -1.0  # no embeddings, no relevance: never passes a threshold
-        return relevance_of(plan.vector, hit.embedding)
-
-    def _shape(self, q: SearchQuery, plan: _Plan, hits: list[ScoredRecord]) -> list[ScoredRecord]:
+    def _shape(self, q: SearchRequest, plan: _Plan, hits: list[ScoredRecord]) -> list[ScoredRecord]:
         """MMR over the candidates, then distinct groups, then the limit."""
         if q.mmr is not None and hits:
             with_vec = [h for h in hits if h.embedding is not None]
@@ -385,9 +322,11 @@ class RetrievalService:
         check_dimension(len(vec), plan.info.dimension, "the query embedding", plan.info.name)
         return vec
 
-    async def search(self, q: SearchQuery) -> SearchResult:
+    async def search(self, q: SearchRequest, t: SearchTarget) -> SearchResult:
+        """Run ``q`` on ``t`` (the collection, tenants and parsed filter the door and the
+        search use case resolved; ``q.collection`` and ``q.where`` are not read here)."""
         t0 = time.perf_counter()
-        plan = self._plan(q)  # sub-millisecond catalog lookups: not worth a thread hop
+        plan = self._plan(q, t)  # sub-millisecond catalog lookups: not worth a thread hop
         if plan.needs_embedding:
             info = plan.info
             assert info.embedding_provider is not None
@@ -401,9 +340,9 @@ class RetrievalService:
             plan.vector = self._vector_dim_check(plan, np.asarray(vec, dtype=np.float32))
         hits: list[ScoredRecord] = []
         if plan.info.dimension:
-            first = self._store_batcher.submit(plan.info.shard, self._first_stage(q, plan))
+            first = self._store_batcher.submit(plan.info.shard, self._first_stage(q, t, plan))
             if q.explain and plan.mode == "hybrid":
-                leg = self._store_batcher.submit(plan.info.shard, self._sparse_leg(q, plan))
+                leg = self._store_batcher.submit(plan.info.shard, self._sparse_leg(q, t))
                 hits, sparse = await first, await leg
             else:
                 hits, sparse = await first, []
@@ -416,11 +355,11 @@ class RetrievalService:
         else:
             hits = self._later_stages(q, plan, hits)
         relevance: dict[str, float] = {}
-        if plan.vector is not None and q.relevance:
+        if q.relevance:
             rel = relevance_to(plan.vector)
-            relevance = {h.id: rel(h.embedding)
-                         for h in [*hits, *(x for g in plan.groups.values() for x in g)]
-                         if h.embedding is not None}
+            for h in [*hits, *(x for g in plan.groups.values() for x in g)]:
+                if (r := rel(h.embedding)) is not None:
+                    relevance[h.id] = r
         if not q.include_embeddings:  # fetched for relevance and MMR only
             hits = [_rescore(h, h.score, keep_vector=False) for h in hits]
             plan.groups = {k: [_rescore(h, h.score, keep_vector=False) for h in g]
@@ -443,8 +382,9 @@ class RetrievalService:
             else:
                 legs["sparse"] = bm25.get(h.id)
                 legs["fused"] = h.score
-            if "dense" not in legs and plan.vector is not None and h.embedding is not None:
-                legs["dense"] = 2 * relevance_of(plan.vector, h.embedding) - 1
+            rel = None if "dense" in legs else relevance_of(plan.vector, h.embedding)
+            if rel is not None:
+                legs["dense"] = 2 * rel - 1
             plan.explain[h.id] = legs
 
 

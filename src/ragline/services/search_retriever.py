@@ -6,9 +6,9 @@ query-embedding cache and the relevance scale.
 
 The query is embedded here, once per ``connectionId:model`` per turn
 (:class:`TurnEmbeddings`), and handed to the search as a pre-computed vector with
-the text, so hybrid search still runs BM25 on the text; hits come back with their
-embeddings so their relevance (``0.5 + cosine/2``) can be computed whatever ranked
-them.
+the text, so hybrid search still runs BM25 on the text; each hit keeps the
+relevance the search gave it (``0.5 + cosine/2``, :mod:`ragline.core.relevance`),
+whatever ranked it.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from ragline.core.tenancy import TenantScope
 from ragline.core.types import Vector
 from ragline.services.collections import CollectionService
 from ragline.services.embedders import EmbedderPool
-from ragline.services.rag_context import Hit, TurnEmbeddings, relevance
+from ragline.services.rag_context import Hit, TurnEmbeddings
 from ragline.services.searching import SearchRequest, SearchService
 
 
@@ -67,10 +67,10 @@ class SearchRetriever:
         vec = await self.embed_query(collection, query, embeddings)
         req = SearchRequest(collection=collection, query=query,
                             embedding=None if vec is None else vec.tolist(), where=where,
-                            limit=limit, candidates=candidates,
-                            include_embeddings=vec is not None, boost=boost)
-        result = await self.search.search(tenant, req)
-        return [Hit(h.id, h.text, h.metadata, h.score, relevance(vec, h.embedding), collection)
+                            limit=limit, candidates=candidates, boost=boost)
+        result = await self.search.search(tenant, collection, req)
+        # the relevance the search gave each hit: chat and search agree on every hit
+        return [Hit(h.id, h.text, h.metadata, h.score, h.relevance, collection)
                 for h in result.hits]
 
 

@@ -1,11 +1,13 @@
 """The search use case as callers ask for it: a request in, rendered hits out.
 
-One pipeline serves every entry point (HTTP, CLI, evaluation, MCP, library):
-resolve the collection (one default-collection rule), map the book-style
-filter parameters onto a ``where`` object, parse ``where`` with the configured
-limits, run :class:`~ragline.services.retrieval.RetrievalService` (embed, store
-query, rerank, boost, threshold), then expand hits with their context. Routes
-only parse the body and render what this returns.
+One pipeline serves every entry point (HTTP, CLI, evaluation, MCP, library), on
+one request type (:class:`~ragline.core.search_request.SearchRequest`): the door
+resolves the collection (the one default-collection rule, :meth:`SearchService.
+existing_default`) and checks access; this maps the book-style filter parameters
+onto a ``where`` object, parses it with the configured limits, runs
+:class:`~ragline.services.retrieval.RetrievalService` (embed, store query, rerank,
+boost, threshold) on the same request, then expands hits with their context.
+Routes only parse the body and render what this returns.
 """
 
 from __future__ import annotations
@@ -17,50 +19,18 @@ from typing import Any
 import anyio.to_thread
 
 from ragline.core.filters import Limits, Node, parse_where, parse_where_json
+from ragline.core.search_request import SearchRequest as SearchRequest  # for this module's callers
+from ragline.core.search_request import SearchTarget
 from ragline.core.tenancy import SHARED, TenantScope
 from ragline.core.types import ScoredRecord
 from ragline.errors import CollectionNotFound, InvalidInput
 from ragline.services.collections import CollectionService
 from ragline.services.expand import expand_hits
-from ragline.services.retrieval import Fusion, Mode, Overviews, RetrievalService, SearchQuery
+from ragline.services.retrieval import RetrievalService
 from ragline.settings import Settings
 
 NO_DEFAULT = ("No collection given and no default collection configured "
               "(set RAGLINE_DEFAULT_COLLECTION or pass 'collection')")
-
-
-@dataclass
-class SearchRequest:
-    """A search as a caller states it (every field optional but a query or embedding).
-
-    ``filters`` holds the book-style parameters of ``POST /search`` (``hardware_tier``,
-    ``module``, ``chapter_min``/``chapter_max``, ``lesson``, ``proficiency_levels``,
-    ``layer``); they are ANDed with ``where``.
-    """
-
-    collection: str | None = None
-    query: str | None = None
-    embedding: Any = None
-    mode: Mode | None = None
-    where: dict[str, Any] | None = None
-    limit: int = 10
-    score_threshold: float | None = None
-    include_embeddings: bool = False
-    rrf_k: int | None = None
-    candidates: int | None = None
-    fusion: Fusion | None = None
-    rerank: bool = False
-    rerank_candidates: int = 50
-    boost: dict[str, Any] | None = None
-    expand: str = "none"
-    filters: dict[str, Any] = field(default_factory=dict)
-    group_by: str | None = None
-    group_size: int = 1
-    mmr: float | None = None
-    overviews: Overviews | None = None
-    relevance_threshold: float | None = None
-    explain: bool = False
-    relevance: bool = True
 
 
 @dataclass
@@ -180,19 +150,12 @@ class SearchService:
         return name
 
     # -- the pipeline -------------------------------------------------------------------
-    async def search(self, tenant: TenantScope, req: SearchRequest) -> SearchResponse:
-        name = self.existing_default(req.collection)
+    async def search(self, tenant: TenantScope, name: str,
+                     req: SearchRequest) -> SearchResponse:
+        """``req`` on collection ``name``, which the door resolved (:meth:`existing_default`)
+        and checked the caller may read; ``tenant``: the tenants the caller reads."""
         where = self.parse_where(book_filters(req.where, req.filters))
-        q = SearchQuery(collection=name, tenant=tenant, query=req.query,
-                        embedding=req.embedding, mode=req.mode, where=where, limit=req.limit,
-                        score_threshold=req.score_threshold,
-                        include_embeddings=req.include_embeddings, rrf_k=req.rrf_k,
-                        candidates=req.candidates, fusion=req.fusion, rerank=req.rerank,
-                        rerank_candidates=req.rerank_candidates, boost=req.boost,
-                        group_by=req.group_by, group_size=req.group_size, mmr=req.mmr,
-                        overviews=req.overviews, relevance_threshold=req.relevance_threshold,
-                        explain=req.explain, relevance=req.relevance)
-        result = await self.retrieval.search(q)
+        result = await self.retrieval.search(req, SearchTarget(name, tenant, where))
 
         def hit(h: ScoredRecord) -> SearchHit:
             return SearchHit(h.id, h.text, dict(h.metadata), h.score,

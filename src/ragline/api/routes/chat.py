@@ -19,7 +19,8 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragline.api.deps import RL, Caller
-from ragline.api.schemas_out import ChatAnswer, ConversationOut, ok
+from ragline.api.schemas_ops import ChatAnswer, ConversationOut
+from ragline.api.schemas_out import ok
 from ragline.errors import RaglineError
 
 router = APIRouter(tags=["answers"])

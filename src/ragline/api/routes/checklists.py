@@ -8,7 +8,8 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragline.api.deps import RL, Caller
-from ragline.api.schemas_out import ChecklistOut, ok
+from ragline.api.schemas_ops import ChecklistOut
+from ragline.api.schemas_out import ok
 
 router = APIRouter(tags=["answers"])
 

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query
 from fastapi.concurrency import run_in_threadpool
 
 from ragline.api.deps import RL, Caller
+from ragline.api.routing import ServiceRoute
 from ragline.api.schemas import CollectionCreate, MetadataUpdate
 from ragline.api.schemas_out import (
     CollectionCreated,
@@ -19,7 +20,8 @@ from ragline.api.schemas_out import (
     ok,
 )
 
-router = APIRouter(tags=["collections"])
+# ?service= decides who serves these routes (api/routing.py)
+router = APIRouter(tags=["collections"], route_class=ServiceRoute)
 
 
 @router.post("/collections", status_code=201,

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 
 from ragline.api.deps import RL, Caller
 from ragline.api.schemas import ConnectionCreate, ConnectionTest
-from ragline.api.schemas_out import (
+from ragline.api.schemas_ops import (
     ConnectionCreated,
     ConnectionDeleted,
     ConnectionHealth,
@@ -16,8 +16,8 @@ from ragline.api.schemas_out import (
     ProviderHealth,
     ProviderSchemaOut,
     ProvidersOut,
-    ok,
 )
+from ragline.api.schemas_out import ok
 
 router = APIRouter(tags=["providers"])
 

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Query
 
 from ragline.api.deps import RL, Caller
-from ragline.api.fast_json import FastJSONRoute
+from ragline.api.routing import FastJSONServiceRoute
 from ragline.api.schemas import (
     QUERY_INT_MAX,
     DocumentList,
@@ -26,7 +26,8 @@ from ragline.core.tenancy import SHARED
 from ragline.core.types import Record
 from ragline.facade import DocumentInput
 
-router = APIRouter(tags=["documents"], route_class=FastJSONRoute)
+# ?service= decides who serves these routes (api/routing.py)
+router = APIRouter(tags=["documents"], route_class=FastJSONServiceRoute)
 
 
 @router.post("/collections/{name}/documents", responses=ok(DocumentsAdded))

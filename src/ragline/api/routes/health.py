@@ -7,7 +7,8 @@ from typing import Any
 from fastapi import APIRouter
 
 from ragline.api.deps import RL, Caller, MaybeCaller
-from ragline.api.schemas_out import HealthOut, InfoOut, ok
+from ragline.api.schemas_ops import HealthOut, InfoOut
+from ragline.api.schemas_out import ok
 
 router = APIRouter(tags=["operations"])
 

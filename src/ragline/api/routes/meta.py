@@ -11,7 +11,8 @@ from fastapi.responses import Response
 
 from ragline import __version__
 from ragline.api.deps import RL, Caller
-from ragline.api.schemas_out import VersionOut, ok
+from ragline.api.schemas_ops import VersionOut
+from ragline.api.schemas_out import ok
 from ragline.errors import NotFound
 
 router = APIRouter(tags=["operations"])

@@ -13,13 +13,15 @@ from fastapi import APIRouter
 
 from ragline.api.deps import RL, Caller, Reader
 from ragline.api.fast_json import FastJSONRoute
+from ragline.api.routing import FastJSONServiceRoute
 from ragline.api.schemas import BOOK_FILTERS, BookSearch, VectorSearch
 from ragline.api.schemas_out import BookSearchResults, SearchResults, ok
 from ragline.facade import SearchHit, SearchRequest, SearchResponse
 
 router = APIRouter(tags=["search"], route_class=FastJSONRoute)
-# collection-scoped, so ?service= can route it (api/routing.py), like collections/documents
-collection_router = APIRouter(tags=["search"], route_class=FastJSONRoute)
+# collection-scoped, so ?service= decides who serves it (api/routing.py), like the
+# collection and document routes
+collection_router = APIRouter(tags=["search"], route_class=FastJSONServiceRoute)
 
 
 def _request(body: VectorSearch, collection: str | None) -> SearchRequest:

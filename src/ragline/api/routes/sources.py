@@ -13,10 +13,12 @@ from typing import Any
 from fastapi import APIRouter, Query
 
 from ragline.api.deps import RL, Caller
+from ragline.api.routing import ServiceRoute
 from ragline.api.schemas import QUERY_INT_MAX
 from ragline.api.schemas_out import SourceDeleted, SourceList, SourceOut, ok
 
-router = APIRouter(tags=["sources"])
+# ?service= decides who serves these routes (api/routing.py)
+router = APIRouter(tags=["sources"], route_class=ServiceRoute)
 
 
 @router.get("/collections/{name}/sources", responses=ok(SourceList))

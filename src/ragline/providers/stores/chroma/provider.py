@@ -39,12 +39,9 @@ so recall is Chroma's, not the Edge store's exact-when-filtered search.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
-import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
-from pathlib import Path
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -55,35 +52,31 @@ from ragline.core.tenancy import TenantScope, first_by_id, tenants_of
 from ragline.core.types import Page, Record, Scalar, ScoredRecord, SearchMode, StoreQuery
 from ragline.errors import (
     InvalidInput,
-    RaglineError,
-    ShardGone,
     StoreError,
-    StoreUnavailable,
 )
 from ragline.providers.base import Health, ProviderConfig, config_schema
 from ragline.providers.stores.base import scalar_sort_key
+from ragline.providers.stores.chroma.client import (
+    DIM_KEY,
+    calls,
+    collection_name,
+    connect,
+    health_of,
+    missing,
+    size_of,
+    translate,
+    where_of,
+)
 from ragline.providers.stores.chroma.config import ChromaConfig
 from ragline.providers.stores.chroma.encoding import (
     SUPPORTED_OPERATORS,
     decode,
     encode,
-    to_where,
 )
 
 log = logging.getLogger(__name__)
 
-DIM_KEY = "ragline_dim"
 SCAN_PAGE = 5000  # rows per get() when a call has to read every match
-
-
-def _chroma() -> Any:
-    """chromadb, imported on first use: it is an extra (``ragline[chroma]``)."""
-    try:
-        import chromadb
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        raise StoreError("The chroma store needs the 'chroma' extra: "
-                         "pip install 'ragline[chroma]'") from exc
-    return chromadb
 
 
 class ChromaStore:
@@ -100,76 +93,12 @@ class ChromaStore:
         self._cols: dict[tuple[str, str | None], Any] = {}  # (key, tenant); None: marker
         self._write_locks: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
-        self._client = self._connect()
+        self._client = connect(config)
         self._max_batch: int | None = None
-
-    # -- connection ----------------------------------------------------------------
-    def _connect(self) -> Any:
-        chromadb = _chroma()
-        c = self.config
-        settings = chromadb.Settings(anonymized_telemetry=False)
-        if c.create_database:
-            self._ensure_database(chromadb)
-        with self._calls("connect"):
-            if c.path is not None:
-                Path(c.path).mkdir(parents=True, exist_ok=True)
-                return chromadb.PersistentClient(path=str(c.path), settings=settings,
-                                                 tenant=c.tenant, database=c.database)
-            return chromadb.HttpClient(
-                host=c.host, port=c.port, ssl=c.ssl, settings=settings,
-                headers={k: v.get_secret_value() for k, v in c.headers.items()},
-                tenant=c.tenant, database=c.database)
-
-    def _ensure_database(self, chromadb: Any) -> None:
-        c = self.config
-        with self._calls("database check"):
-            if c.path is not None:
-                Path(c.path).mkdir(parents=True, exist_ok=True)
-                admin = chromadb.AdminClient(chromadb.Settings(
-                    anonymized_telemetry=False, is_persistent=True,
-                    persist_directory=str(c.path)))
-            else:
-                admin = chromadb.AdminClient(chromadb.Settings(
-                    anonymized_telemetry=False,
-                    chroma_api_impl="chromadb.api.fastapi.FastAPI",
-                    chroma_server_host=c.host, chroma_server_http_port=c.port,
-                    chroma_server_ssl_enabled=c.ssl,
-                    chroma_server_headers={k: v.get_secret_value()
-                                           for k, v in c.headers.items()}))
-            errors = chromadb.errors
-            try:
-                try:
-                    admin.get_tenant(c.tenant)
-                except errors.NotFoundError:
-                    admin.create_tenant(c.tenant)
-                try:
-                    admin.get_database(c.database, tenant=c.tenant)
-                except errors.NotFoundError:
-                    admin.create_database(c.database, tenant=c.tenant)
-            finally:
-                with contextlib.suppress(Exception):
-                    admin.close()
-
-    @contextlib.contextmanager
-    def _calls(self, what: str) -> Iterator[None]:
-        """Chroma and transport errors as ragline errors (no paths, hosts or headers)."""
-        try:
-            yield
-        except RaglineError:
-            raise
-        except Exception as exc:
-            raise _translate(exc, what) from exc
 
     # -- shard lifecycle -------------------------------------------------------------
     def _name(self, key: str, tenant: str | None = None) -> str:
-        """The marker collection of shard ``key`` (tenant None) or its tenant's collection."""
-        if not key or not key.isascii() or not all(ch.isalnum() or ch in "_-" for ch in key) \
-                or not key[-1].isalnum():
-            raise StoreError(f"bad shard key {key!r}")
-        base = f"{self.config.collection_prefix}{key}"
-        if tenant is None:
-            return base
-        return f"{base}.t{hashlib.sha256(tenant.encode('utf-8')).hexdigest()[:24]}"
+        return collection_name(self.config.collection_prefix, key, tenant)
 
     def _lookup(self, key: str, tenant: str | None) -> Any | None:
         """A collection handle (cached), or None if Chroma has no such collection."""
@@ -179,9 +108,9 @@ class ChromaStore:
         try:
             col = self._client.get_collection(self._name(key, tenant), embedding_function=None)
         except Exception as exc:
-            if _missing(exc):
+            if missing(exc):
                 return None
-            raise _translate(exc, "get collection") from exc
+            raise translate(exc, "get collection") from exc
         with self._lock:
             self._cols[(key, tenant)] = col
         return col
@@ -192,7 +121,7 @@ class ChromaStore:
         return self._lookup(key, tenant)
 
     def _collections(self) -> list[str]:
-        with self._calls("list collections"):
+        with calls("list collections"):
             return [c.name if hasattr(c, "name") else str(c)
                     for c in self._client.list_collections()]
 
@@ -209,7 +138,7 @@ class ChromaStore:
     def create_shard(self, key: str, dimension: int) -> None:
         col = self._lookup(key, None)
         if col is None:
-            with self._calls("create collection"):
+            with calls("create collection"):
                 col = self._client.get_or_create_collection(
                     self._name(key), metadata={DIM_KEY: int(dimension)},
                     configuration=self._hnsw(), embedding_function=None)
@@ -233,7 +162,7 @@ class ChromaStore:
         marker = self._lookup(key, None)
         if marker is None:
             raise StoreError(f"shard {key} does not exist")
-        with self._calls("create collection"):
+        with calls("create collection"):
             col = self._client.get_or_create_collection(
                 self._name(key, tenant), metadata={DIM_KEY: marker.metadata[DIM_KEY]},
                 configuration=self._hnsw(), embedding_function=None)
@@ -252,8 +181,8 @@ class ChromaStore:
             try:
                 self._client.delete_collection(name)
             except Exception as exc:
-                if not _missing(exc):  # a missing collection: dropping is idempotent
-                    raise _translate(exc, "delete collection") from exc
+                if not missing(exc):  # a missing collection: dropping is idempotent
+                    raise translate(exc, "delete collection") from exc
 
     def close(self) -> None:
         with self._lock:
@@ -264,7 +193,7 @@ class ChromaStore:
     # -- writes --------------------------------------------------------------------
     def _batch(self) -> int:
         if self._max_batch is None:
-            with self._calls("batch size"):
+            with calls("batch size"):
                 self._max_batch = int(self._client.get_max_batch_size())
         return self._max_batch
 
@@ -315,19 +244,19 @@ class ChromaStore:
                metas: list[dict[str, Any]]) -> None:
         """One Chroma upsert that *replaces* records: Chroma merges the metadata of an
         existing id, so the keys of the version being replaced are cleared (None)."""
-        with self._calls("get"):
+        with calls("get"):
             old = col.get(ids=pids, include=["metadatas"])
         previous = dict(zip(old["ids"], old["metadatas"], strict=True))
         metas = [{**{k: None for k in previous.get(pid) or {}}, **meta}
                  for pid, meta in zip(pids, metas, strict=True)]
-        with self._calls("upsert"):
+        with calls("upsert"):
             col.upsert(ids=pids, embeddings=embs, documents=docs, metadatas=metas)
 
     def _snapshot(self, col: Any, pids: list[str]) -> dict[str, tuple[Any, Any, Any]]:
         out: dict[str, tuple[Any, Any, Any]] = {}
         step = self._batch()
         for start in range(0, len(pids), step):
-            with self._calls("get"):
+            with calls("get"):
                 got = col.get(ids=pids[start:start + step],
                               include=["embeddings", "documents", "metadatas"])
             for i, pid in enumerate(got["ids"]):
@@ -355,7 +284,7 @@ class ChromaStore:
         found: list[str] = []
         step = self._batch()
         for start in range(0, len(pids), step):
-            with self._calls("get"):
+            with calls("get"):
                 found += col.get(ids=pids[start:start + step], include=[])["ids"]
         self._delete(col, found)
         return len(found)
@@ -363,7 +292,7 @@ class ChromaStore:
     def _delete(self, col: Any, pids: list[str]) -> None:
         step = self._batch()
         for start in range(0, len(pids), step):
-            with self._calls("delete"):
+            with calls("delete"):
                 col.delete(ids=pids[start:start + step])
 
     def delete_where(self, key: str, tenant: str, where: Node | None) -> int:
@@ -377,8 +306,8 @@ class ChromaStore:
     # -- reads ---------------------------------------------------------------------
     def _ids(self, col: Any, where: Node | None) -> list[str]:
         """Every matching id, in Chroma's (stable) order."""
-        with self._calls("get"):
-            return list(col.get(where=_where(where), include=[])["ids"])
+        with calls("get"):
+            return list(col.get(where=where_of(where), include=[])["ids"])
 
     @staticmethod
     def _record(meta: Any, text: Any, emb: Any = None) -> Record:
@@ -431,7 +360,7 @@ class ChromaStore:
         step = self._batch()
         for start in range(0, len(wanted), step):
             part = [point_id(tenant, i) for i in wanted[start:start + step]]
-            with self._calls("get"):
+            with calls("get"):
                 got = col.get(ids=part, include=include)
             for i in range(len(got["ids"])):
                 emb = got["embeddings"][i] if with_vectors else None
@@ -444,7 +373,7 @@ class ChromaStore:
         if col is None:
             return 0
         if where is None:
-            with self._calls("count"):
+            with calls("count"):
                 return int(col.count())
         return len(self._ids(col, where))
 
@@ -456,8 +385,8 @@ class ChromaStore:
         total = self._count(key, tenant, where)
         if limit <= 0 or offset >= total:
             return Page([], total)
-        with self._calls("get"):
-            got = col.get(where=_where(where), limit=limit, offset=offset,
+        with calls("get"):
+            got = col.get(where=where_of(where), limit=limit, offset=offset,
                           include=["documents", "metadatas"])
         return Page([self._record(m, d) for m, d in zip(got["metadatas"], got["documents"],
                                                         strict=True)], total)
@@ -487,9 +416,9 @@ class ChromaStore:
                 col = self._col(key, tenant)
                 if col is None:
                     continue
-                with self._calls("query"):
+                with calls("query"):
                     got = col.query(query_embeddings=vecs, n_results=limit,
-                                    where=_where(where), include=include)
+                                    where=where_of(where), include=include)
                 for j, i in enumerate(slots):
                     hits = out[i] + self._scored(got, j, with_vectors,
                                                  queries[i].score_threshold)
@@ -520,7 +449,7 @@ class ChromaStore:
         values: set[tuple[bool, Any]] = set()
         offset = 0
         while True:
-            with self._calls("get"):
+            with calls("get"):
                 got = col.get(limit=SCAN_PAGE, offset=offset, include=["metadatas"])
             for meta in got["metadatas"]:
                 v = decode(meta)[2].get(field)
@@ -534,31 +463,13 @@ class ChromaStore:
 
     # -- housekeeping --------------------------------------------------------------
     def size_bytes(self, key: str) -> int:
-        """In-process: the segment directories of the shard's collections plus their rows
-        in Chroma's SQLite file. Server: an estimate (vectors plus 256 bytes a record),
-        since Chroma's API has no size call."""
+        """The shard's tenant collections (see :func:`size_of`)."""
         marker = self._lookup(key, None)
         if marker is None:
             return 0
         prefix = self._name(key) + "."
-        total = 0
-        for name in self._collections():
-            if not name.startswith(prefix):
-                continue
-            try:
-                col = self._client.get_collection(name, embedding_function=None)
-            except Exception as exc:
-                if _missing(exc):
-                    continue
-                raise _translate(exc, "get collection") from exc
-            if self.config.path is not None:
-                with contextlib.suppress(Exception):
-                    total += _local_size(Path(self.config.path), str(col.id))
-                    continue
-            with self._calls("count"):
-                n = int(col.count())
-            total += n * (4 * int((col.metadata or {}).get(DIM_KEY) or 0) + 256)
-        return total
+        return size_of(self._client, self.config,
+                       [n for n in self._collections() if n.startswith(prefix)])
 
     def optimize(self, key: str) -> bool:
         return False  # Chroma maintains its index itself
@@ -571,69 +482,4 @@ class ChromaStore:
         return list(self.CAPABILITIES)
 
     def health(self) -> Health:
-        chromadb = _chroma()
-        details: dict[str, Any] = {"engine": "chroma", "mode": self.config.mode,
-                                   "client_version": chromadb.__version__,
-                                   "tenant": self.config.tenant,
-                                   "database": self.config.database}
-        try:
-            details["heartbeat_ns"] = int(self._client.heartbeat())
-            details["version"] = str(self._client.get_version())
-            details["collection_count"] = len(self.shard_keys())
-            details["chroma_collection_count"] = int(self._client.count_collections())
-        except Exception as exc:
-            return Health.now("down", details,
-                              error=f"Chroma does not answer ({type(exc).__name__})")
-        return Health.now("ok", details)
-
-
-def _where(where: Node | None) -> dict[str, Any] | None:
-    return None if where is None else to_where(where)
-
-
-def _missing(exc: BaseException) -> bool:
-    """Whether a Chroma error says the collection does not exist."""
-    errors = _chroma().errors
-    return isinstance(exc, errors.NotFoundError) or (
-        isinstance(exc, errors.ChromaError | ValueError) and "does not exist" in str(exc))
-
-
-def _translate(exc: BaseException, what: str) -> RaglineError:
-    if isinstance(exc, RaglineError):
-        return exc
-    if _missing(exc):
-        return ShardGone("The collection was emptied or deleted while this request ran; "
-                         "retry it")
-    if isinstance(exc, ConnectionError) or _is_transport(exc) or (
-            isinstance(exc, ValueError) and "Could not connect" in str(exc)):
-        return StoreUnavailable("The Chroma server cannot be reached")
-    log.warning("chroma %s failed: %s: %s", what, type(exc).__name__, exc)
-    return StoreError(f"Chroma {what} failed ({type(exc).__name__})")
-
-
-def _is_transport(exc: BaseException) -> bool:
-    try:
-        import httpx
-    except ImportError:  # pragma: no cover
-        return False
-    return isinstance(exc, httpx.TransportError)
-
-
-def _local_size(root: Path, collection_id: str) -> int:
-    """Bytes of one collection in an in-process Chroma directory (read-only look at
-    Chroma's SQLite catalog for the collection's segments)."""
-    db = root / "chroma.sqlite3"
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1.0)
-    try:
-        segs = [r[0] for r in con.execute(
-            "SELECT id FROM segments WHERE collection = ?", (collection_id,))]
-        rows = con.execute(
-            "SELECT COALESCE(SUM(LENGTH(m.string_value)), 0) + COUNT(*) * 24 "
-            "FROM embedding_metadata m JOIN embeddings e ON e.id = m.id "
-            f"WHERE e.segment_id IN ({','.join('?' * len(segs))})", segs).fetchone()
-        meta_bytes = int(rows[0] or 0) if segs else 0
-    finally:
-        con.close()
-    files = sum(int(f.stat().st_blocks) * 512 for s in segs if (root / s).is_dir()
-                for f in (root / s).rglob("*") if f.is_file())
-    return int(files) + meta_bytes
+        return health_of(self._client, self.config, self.shard_keys)
