@@ -210,6 +210,7 @@ _REFUSALS = (
     "not provided", "not available", "cannot find", "can't find", "could not find",
     "couldn't find", "i don't know", "i do not know", "unable to answer",
     "not mentioned", "no mention", "not covered", "not included", "not able to answer",
+    "do not say", "does not say", "don't say", "doesn't say",
 )
 
 
