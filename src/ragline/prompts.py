@@ -133,15 +133,17 @@ PROFILE_KEY = "prompt_profile"
 # The "small" profile (issue 36 item 5): for sub-1B chat models, which lose the question
 # in spec 001's long instructions and pay for every prompt token on a CPU. Same flow, same
 # placeholders; the tool decision is told that the knowledge base has documents instead of
-# being shown them (the answer call shows them), and the answer prompt is short, puts the
-# question last and asks for the context's own commands.
+# being shown them (the answer call shows them) and gets no tool call to imitate (SmolLM2
+# copied spec 001's example call, arguments and all, on most book questions: it searched
+# "latest Bitcoin news"), and the answer prompt is short, puts the question last and asks
+# for the context's own commands.
 SMALL_TOOL_DECISION = """Tools:
 ${tool_descriptions}
 {{#if rag_context}}
 The knowledge base has documents for this query, so no tool is needed.
 {{/if}}
 User query: "${original_user_query}"
-Reply with JSON only: {"tool_name": "none"}, or {"tool_name": "${example_tool}", "arguments": ${example_arguments}} for current news or a web page."""  # noqa: E501
+Reply with JSON only. Reply {"tool_name": "none"} unless the query asks for current news or a web page; then give "tool_name" and its "arguments" for this query."""  # noqa: E501
 
 SMALL_STRICT_CONTEXT = """Answer the question from these documents only. Use their commands and code exactly as written. If they do not contain the answer, say that the documents do not say.
 

@@ -81,6 +81,7 @@ def test_spec_prompts_stay_the_default_and_small_is_chosen_per_collection(
     # the decision is told the knowledge base has documents, not shown them
     assert "ros2 topic echo" not in decision.prompt
     assert "The knowledge base has documents for this query" in decision.prompt
+    assert "latest Bitcoin news" not in decision.prompt  # no example call to copy
     assert decision.json_mode
     assert answer.prompt.startswith("Answer the question from these documents only.")
     assert answer.prompt.rstrip().endswith("Question: How do I watch a topic?\nAnswer:")

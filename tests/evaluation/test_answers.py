@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from typer.testing import CliRunner
@@ -269,3 +269,35 @@ def test_command_asks_the_chat_and_scores(data_dir: Path, tmp_path: Path,
     result = CliRunner().invoke(app, ["eval", "answers", str(key), "--collection", "nope",
                                       "--data-dir", str(data_dir)])
     assert result.exit_code == 3
+
+
+def test_a_server_is_asked_through_the_stream() -> None:
+    """Through a server the answer is streamed (a slow model's turn is not cut by the
+    client's read timeout): tokens joined, path and sources from the done event, an error
+    event raised as an error of that question."""
+    from ragline.cli.eval_answers_cmd import _asker
+    from ragline.client.models import ChatEvent
+
+    class StreamingServer:
+        def __init__(self, events: list[ChatEvent]) -> None:
+            self.events = events
+            self.asked: list[tuple[str, str | None]] = []
+
+        def chat_stream(self, message: str, *, conversation_id: str | None = None,
+                        collection: str | None = None) -> Iterator[ChatEvent]:
+            self.asked.append((message, collection))
+            yield from self.events
+
+    server = StreamingServer([
+        ChatEvent(event="token", data={"text": "Run ros2 "}),
+        ChatEvent(event="token", data={"text": "topic echo."}),
+        ChatEvent(event="done", data={"path": "rag", "sources": [_source()]})])
+    reply = _asker(cast(Any, server), "book")("Which command?")
+    assert (reply.answer, reply.path, reply.sources) == ("Run ros2 topic echo.", "rag",
+                                                         [_source()])
+    assert server.asked == [("Which command?", "book")]
+    failing = StreamingServer([ChatEvent(event="error", data={"message": "model down"})])
+    with pytest.raises(ServiceUnavailable, match="model down"):
+        _asker(cast(Any, failing), "book")("q")
+    with pytest.raises(ServiceUnavailable, match="without an answer"):
+        _asker(cast(Any, StreamingServer([])), "book")("q")
