@@ -168,7 +168,7 @@ class PromptProfile:
     chunk_chars: int | None = None
     """each document's text cut to about this many characters"""
     max_tokens: int | None = None
-    """answer length cap (instead of ``llm_max_tokens``)"""
+    """answer length cap (at most ``llm_max_tokens``)"""
 
 
 PROFILES: dict[str, PromptProfile] = {

@@ -169,6 +169,11 @@ class PreparedTurn:
                 "query": self.query, "topic": self.topic, "timings": self.timings}
 
 
+def _lowest(*caps: int | None) -> int | None:
+    """The lowest of the caps that are set (a profile lowers a cap, never raises it)."""
+    return min((c for c in caps if c is not None), default=None)
+
+
 def _ms(seconds: float) -> float:
     return round(seconds * 1000, 2)
 
@@ -264,7 +269,8 @@ class ChatService:
         timings["prepare_ms"] = _ms(time.perf_counter() - t0)
         return PreparedTurn(self, req, conv, llm, prompt, path, plan.strategy, plan.query,
                             plan.topic, tool_info, sources, t0, timings, llm_s,
-                            decision_prompt=decision_prompt, max_tokens=profile.max_tokens)
+                            decision_prompt=decision_prompt,
+                            max_tokens=_lowest(profile.max_tokens, self.config.max_tokens))
 
     async def _run_tool(self, decision: ToolDecision, tools: Mapping[str, Tool], tenant: str,
                         collection: str | None, embeddings: TurnEmbeddings, prompts: Prompts,
