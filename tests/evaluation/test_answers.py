@@ -95,6 +95,9 @@ def test_invented_terms_are_those_in_no_retrieved_document() -> None:
     answer = "Use `ros2 topic echo /chatter`, then `ros2 topic sniff` and rclpy.spin_forever()."
     assert invented_terms(answer, CONTEXT) == ["sniff", "rclpy.spin_forever"]
     assert invented_terms("Run `ros2 topic echo /chatter`.", CONTEXT) == []
+    # the language's keywords and prose inside a fence are no commands
+    assert invented_terms("```python\nfrom rclpy import spin\nreturn the sniff\n```",
+                          CONTEXT) == ["sniff"]
 
 
 @pytest.mark.parametrize(("answer", "refused"), [

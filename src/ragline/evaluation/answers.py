@@ -31,6 +31,7 @@ repeat each other.
 from __future__ import annotations
 
 import json
+import keyword
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -196,12 +197,19 @@ def terms(answer: str) -> list[str]:
     return out
 
 
+# Words of a code block that are no command or API of their own: Python's keywords and
+# English glue (a model often writes prose inside a fence).
+_NOT_TERMS = frozenset(keyword.kwlist) | frozenset(
+    "self true false none the a an and or of to in on is are be can it this that with for "
+    "your you use run then from by as at if not".split())
+
+
 def invented_terms(answer: str, context: str) -> list[str]:
     """Terms of the answer found nowhere in ``context`` as a whole word (case-insensitive:
     ``all`` is not found in ``calls``)."""
     low = context.lower()
-    return [t for t in terms(answer)
-            if not re.search(r"(?<![\w])" + re.escape(t.lower()) + r"(?![\w])", low)]
+    return [t for t in terms(answer) if t.lower() not in _NOT_TERMS
+            and not re.search(r"(?<![\w])" + re.escape(t.lower()) + r"(?![\w])", low)]
 
 
 _REFUSALS = (
