@@ -199,9 +199,9 @@ def terms(answer: str) -> list[str]:
 
 # Words of a code block that are no command or API of their own: Python's keywords and
 # English glue (a model often writes prose inside a fence).
-_NOT_TERMS = frozenset(keyword.kwlist) | frozenset(
-    "self true false none the a an and or of to in on is are be can it this that with for "
-    "your you use run then from by as at if not".split())
+_GLUE = ("self true false none the a an and or of to in on is are be can it this that "
+         "with for your you use run then from by as at if not")
+_NOT_TERMS = frozenset(keyword.kwlist) | frozenset(_GLUE.split())
 
 
 def invented_terms(answer: str, context: str) -> list[str]:
