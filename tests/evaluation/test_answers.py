@@ -136,7 +136,8 @@ def test_verdicts_of_the_rubric() -> None:
             "Use `ros2 topic record --all` to save it.", "rag", [_source()]),
         # one of two facts is enough here (need: 1), but the source is another lesson
         "Which command shows messages live?": Reply(
-            "ros2 topic echo prints them.", "rag", [_source("module-9/other.md")]),
+            "ros2 topic echo prints them (other.md).", "rag",
+            [_source("module-9/other.md")]),
         # out of scope: answered generally (no knowledge base) -> refused correctly
         "What is a good bread recipe?": Reply("Flour, water, salt.", "general", []),
         # out of scope: answered from the book's context as if it knew -> wrong
@@ -153,6 +154,7 @@ def test_verdicts_of_the_rubric() -> None:
     assert (by["made-up"].correct, by["made-up"].cited) == (False, True)
     assert by["made-up"].invented == ["record", "all"]
     assert (by["wrong-source"].correct, by["wrong-source"].cited) == (True, False)
+    assert by["wrong-source"].invented == []  # the cited file's name is no invention
     assert by["bread"].refused_correctly and by["bread"].path == "general"
     assert not by["tax"].refused_correctly
     assert by["poem"].refused_correctly and by["poem"].refused

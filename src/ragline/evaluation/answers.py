@@ -15,7 +15,8 @@ on the same answers give the same verdicts:
   as ``ragline eval questions``);
 * **invented**: commands and identifiers of the answer (code spans and blocks, dotted or
   snake_case names, ``--options``, CamelCase words, ``name(`` calls) that appear in none of
-  the retrieved documents (the answer's sources) nor in the question. An answer without
+  the retrieved documents (the answer's sources: their text, title, path and URL, what the
+  prompt showed) nor in the question. An answer without
   sources (the ``general`` path) has nothing to draw commands from, so each such term
   counts;
 * **refused correctly** (out-of-scope questions, ``out_of_scope: true``): the answer did
@@ -268,7 +269,10 @@ def judge(case: AnswerCase, reply: Reply, context: str, seconds: float) -> Answe
     cited = any(matches(e, s) for s in reply.sources for e in case.expected)
     correct = (not case.out_of_scope and sum(facts.values()) >= case.required
                and case.required > 0)
-    invented = invented_terms(reply.answer, context + "\n" + case.question)
+    # what the model was shown of each document: its text and its header (title, path, URL)
+    shown = [str(s.get(k) or "") for s in reply.sources
+             for k in ("title", "source_path", "source_url")]
+    invented = invented_terms(reply.answer, "\n".join([context, case.question, *shown]))
     refused_ok = case.out_of_scope and (reply.path == "general" or refused)
     return AnswerResult(case.id, case.question, case.out_of_scope, reply.path, reply.answer,
                         facts, correct, cited, invented, refused, refused_ok,
