@@ -123,6 +123,7 @@ CASES = [
     AnswerCase("tax", "How do I file taxes?", [], [], out_of_scope=True),
     AnswerCase("poem", "Write a poem.", [], [], out_of_scope=True),
     AnswerCase("down", "Is the model up?", [LESSON], ["yes"]),
+    AnswerCase("parrot", "Which command echoes a topic?", [LESSON], ["topic echo"]),
 ]
 
 
@@ -146,6 +147,10 @@ def test_verdicts_of_the_rubric() -> None:
         "Write a poem.": Reply("That is not available in the provided context.", "rag",
                                [_source()]),
         "Is the model up?": ServiceUnavailable("the chat model is down"),
+        # continues the prompt: the question, then the documents (facts and all)
+        "Which command echoes a topic?": Reply(
+            "Question: Which command echoes a topic? Answer: Document: run ros2 topic echo",
+            "rag", [_source()]),
     })
     report = evaluate(CASES, chat, _fetch, {"collection": "book"}, clock=_clock())
     by = {r.id: r for r in report.answers}
@@ -159,10 +164,12 @@ def test_verdicts_of_the_rubric() -> None:
     assert not by["tax"].refused_correctly
     assert by["poem"].refused_correctly and by["poem"].refused
     assert by["down"].error == "the chat model is down" and not by["down"].correct
+    assert by["parrot"].echoed and by["parrot"].cited and not by["parrot"].correct
+    assert by["parrot"].facts == {"topic echo": True}
     assert report.metrics == {
-        "questions": 7, "in_scope": 3, "out_of_scope": 3, "errors": 1, "correct": 2,
-        "cited": 2, "invented": 1, "refused": 0, "refused_correctly": 2,
-        "facts_stated": 0.5, "seconds_per_answer": 2.0}
+        "questions": 8, "in_scope": 4, "out_of_scope": 3, "errors": 1, "correct": 2,
+        "cited": 3, "invented": 1, "refused": 0, "refused_correctly": 2, "echoed": 1,
+        "facts_stated": 0.6, "seconds_per_answer": 2.0}
     assert report.to_json()["answers"][0]["answer"].startswith("Run `ros2 topic echo")
 
 
@@ -231,7 +238,8 @@ def data_dir(tmp_path: Path) -> Path:
 def test_command_asks_the_chat_and_scores(data_dir: Path, tmp_path: Path,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """In process, through the real chat turn and an OpenAI-compatible server that echoes
-    the prompt (so the answer holds the retrieved lesson, and cites it)."""
+    the prompt: the answer holds the retrieved lesson and cites it, states its facts, and
+    is no answer (echoed), as the rubric says."""
     from ragline.cli.main import app
 
     key = tmp_path / "key.yaml"
@@ -255,19 +263,21 @@ def test_command_asks_the_chat_and_scores(data_dir: Path, tmp_path: Path,
         report = json.loads(result.stdout.strip().splitlines()[-1])
         assert report == json.loads((tmp_path / "r.json").read_text())
         sense, twice = report["answers"]
-        assert sense["path"] == "rag" and sense["cited"] and sense["correct"]
+        assert sense["path"] == "rag" and sense["cited"] and sense["facts"] == {"sensor": True}
+        assert sense["echoed"] and not sense["correct"]
         assert SENSING in sense["sources"]
         assert twice["facts"] == {"sensor": True, "submarine": False}
         assert not twice["correct"]
-        assert report["metrics"]["correct"] == 1 and report["metrics"]["cited"] == 2
-        assert "correct 1/2, cited 2/2" in result.stderr
+        assert report["metrics"]["correct"] == 0 and report["metrics"]["cited"] == 2
+        assert report["metrics"]["echoed"] == 2
+        assert "correct 0/2, cited 2/2" in result.stderr and "echoed 2" in result.stderr
         asked = [b["body"]["messages"][-1]["content"] for b in fake.requests
                  if b["path"].endswith("/chat/completions")]
         assert any("How do robots sense the world?" in p for p in asked)
 
         # thresholds, unknown ids, unknown collections
-        result = run("--min-correct", "2")
-        assert result.exit_code == 1 and "1 correct answers" in result.stderr
+        result = run("--min-correct", "1")
+        assert result.exit_code == 1 and "0 correct answers" in result.stderr
         result = run("--only", "sense")
         assert result.exit_code == 0 and "sense-twice" not in result.stderr
         assert run("--only", "nope").exit_code == 2

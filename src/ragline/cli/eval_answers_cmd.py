@@ -134,6 +134,8 @@ def _verdict(r: Any) -> str:
     found = sum(r.facts.values())
     words = ["correct" if r.correct else f"facts {found}/{len(r.facts)}",
              "cited" if r.cited else "not cited"]
+    if r.echoed:
+        words.append("echoed the question")
     if r.invented:
         words.append("invented " + ", ".join(r.invented[:3]))
     return "; ".join(words)
@@ -153,5 +155,6 @@ def _print_report(console: Console, report: Any) -> None:
                   f"{m['in_scope']}, invented {m['invented']}/"
                   f"{m['questions'] - m['errors']}, refused correctly "
                   f"{m['refused_correctly']}/{m['out_of_scope']}, facts stated "
-                  f"{m['facts_stated']:.0%}, {m['seconds_per_answer']:.1f} s per answer"
+                  f"{m['facts_stated']:.0%}, echoed {m['echoed']}, "
+                  f"{m['seconds_per_answer']:.1f} s per answer"
                   + (f", {m['errors']} errors" if m["errors"] else ""), highlight=False)

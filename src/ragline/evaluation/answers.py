@@ -6,7 +6,10 @@ question goes through the chat flow (``POST /api/chat`` of a server, or the same
 this process); each answer is scored by four checks that need no judge model, so two runs
 on the same answers give the same verdicts:
 
-* **correct** (in-scope questions): every fact is stated. A fact is a string of words
+* **correct** (in-scope questions): every fact is stated, and the answer does not repeat
+  the question as its prompt labelled it (**echoed**: ``Question: ...``; a model that
+  continues its prompt instead of answering copies the question and the documents, facts
+  and all). A fact is a string of words
   that must all appear in the answer, in any order, case-insensitive and with common
   suffixes ignored (``publishes`` states ``publisher``'s stem ``publish``); ``|`` separates
   alternatives (``"colcon build|colcon"``: either wording). ``need`` (optional) lowers the
@@ -242,6 +245,7 @@ class AnswerResult:
     invented: list[str]
     refused: bool
     refused_correctly: bool
+    echoed: bool
     sources: list[str]
     seconds: float
     error: str | None = None
@@ -260,6 +264,18 @@ def _source_label(source: Mapping[str, Any]) -> str:
     return str(source.get("source_path") or source.get("source_url") or source.get("id") or "")
 
 
+def _flat(text: str) -> str:
+    return " ".join(_WORD.findall(text.lower()))
+
+
+def echoes(answer: str, question: str) -> bool:
+    """Whether the answer repeats the question word for word as its prompt labelled it
+    (``Question: ...``, ``User query: "..."``, ``The user's query is: ...``); a heading
+    that happens to match a short question is no echo."""
+    said, asked = _flat(answer), _flat(question)
+    return any(f"{label} {asked}" in said for label in ("question", "query", "query is"))
+
+
 def judge(case: AnswerCase, reply: Reply, context: str, seconds: float) -> AnswerResult:
     """Score one answer by the rubric (module docstring); ``context`` is the text of the
     documents the answer cites."""
@@ -267,15 +283,16 @@ def judge(case: AnswerCase, reply: Reply, context: str, seconds: float) -> Answe
     facts = {f: fact_stated(f, answer_stems) for f in case.facts}
     refused = refuses(reply.answer)
     cited = any(matches(e, s) for s in reply.sources for e in case.expected)
+    echoed = echoes(reply.answer, case.question)
     correct = (not case.out_of_scope and sum(facts.values()) >= case.required
-               and case.required > 0)
+               and case.required > 0 and not echoed)
     # what the model was shown of each document: its text and its header (title, path, URL)
     shown = [str(s.get(k) or "") for s in reply.sources
              for k in ("title", "source_path", "source_url")]
     invented = invented_terms(reply.answer, "\n".join([context, case.question, *shown]))
     refused_ok = case.out_of_scope and (reply.path == "general" or refused)
     return AnswerResult(case.id, case.question, case.out_of_scope, reply.path, reply.answer,
-                        facts, correct, cited, invented, refused, refused_ok,
+                        facts, correct, cited, invented, refused, refused_ok, echoed,
                         [_source_label(s) for s in reply.sources], round(seconds, 2))
 
 
@@ -300,8 +317,8 @@ class AnswerReport:
 
 def score(results: Sequence[AnswerResult]) -> dict[str, Any]:
     """Totals: counts of correct, cited, invented (answers with at least one invented
-    term), refused (in-scope answers that refused) and refused correctly, and seconds per
-    answer."""
+    term), refused (in-scope answers that refused), refused correctly and echoed, and
+    seconds per answer."""
     inside = [r for r in results if not r.out_of_scope and r.error is None]
     outside = [r for r in results if r.out_of_scope and r.error is None]
     timed = [r.seconds for r in results if r.error is None]
@@ -313,6 +330,7 @@ def score(results: Sequence[AnswerResult]) -> dict[str, Any]:
         "invented": sum(bool(r.invented) for r in results if r.error is None),
         "refused": sum(r.refused for r in inside),
         "refused_correctly": sum(r.refused_correctly for r in outside),
+        "echoed": sum(r.echoed for r in results if r.error is None),
         "facts_stated": round(sum(sum(r.facts.values()) for r in inside)
                               / max(1, sum(len(r.facts) for r in inside)), 4),
         "seconds_per_answer": round(sum(timed) / len(timed), 2) if timed else 0.0,
@@ -336,7 +354,7 @@ def evaluate(cases: Iterable[AnswerCase], ask: Ask, fetch: Fetch,
         except RaglineError as exc:
             result = AnswerResult(case.id, case.question, case.out_of_scope, None, "",
                                   dict.fromkeys(case.facts, False), False, False, [], False,
-                                  False, [], round(clock() - t0, 2), exc.message)
+                                  False, False, [], round(clock() - t0, 2), exc.message)
         else:
             seconds = clock() - t0
             parts = []
