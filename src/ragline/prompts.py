@@ -24,6 +24,11 @@ placeholder                 value
 ``{{#if rag_context}} ... {{/if}}`` keeps its block only when ``rag_context`` is
 non-empty (spec 001's conditional knowledge-base block). ``$$`` is a literal ``$``.
 
+**Profiles** (:data:`PROFILES`): ``spec`` is all of the above; ``small`` (setting
+``prompt_profile`` or a collection's metadata key ``prompt_profile``) replaces the tool
+decision, strict-context and general prompts with short ones and sizes the context for
+sub-1B models (:class:`PromptProfile`), in the same flow; docs/answers.md.
+
 **Per-collection overrides, no code:** a collection's metadata key ``prompts`` (an
 object, or a JSON string of one) maps prompt names (:data:`PROMPT_NAMES`) to
 templates using the same placeholders; see docs/answers.md. Unknown names and
@@ -37,6 +42,7 @@ import json
 import re
 import string
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from ragline.errors import InvalidInput
@@ -120,6 +126,76 @@ DEFAULTS: dict[str, str] = {
 PROMPT_NAMES = tuple(DEFAULTS)
 OVERRIDE_KEY = "prompts"
 """Collection metadata key holding per-collection prompt templates."""
+PROFILE_KEY = "prompt_profile"
+"""Collection metadata key naming the collection's prompt profile (setting
+``prompt_profile`` otherwise)."""
+
+# The "small" profile (issue 36 item 5): for sub-1B chat models, which lose the question
+# in spec 001's long instructions and pay for every prompt token on a CPU. Same flow, same
+# placeholders; the tool decision is told that the knowledge base has documents instead of
+# being shown them (the answer call shows them) and gets no tool call to imitate (SmolLM2
+# copied spec 001's example call, arguments and all, on most book questions: it searched
+# "latest Bitcoin news"), and the answer prompt is short, puts the question last and asks
+# for the context's own commands.
+SMALL_TOOL_DECISION = """Tools:
+${tool_descriptions}
+{{#if rag_context}}
+The knowledge base has documents for this query, so no tool is needed.
+{{/if}}
+User query: "${original_user_query}"
+Reply with JSON only. Reply {"tool_name": "none"} unless the query asks for current news or a web page; then give "tool_name" and its "arguments" for this query."""  # noqa: E501
+
+SMALL_STRICT_CONTEXT = """Answer the question from these documents only. Use their commands and code exactly as written. If they do not contain the answer, say that the documents do not say.
+
+${rag_context}
+
+Question: ${original_user_query}
+Answer:"""  # noqa: E501
+
+SMALL_GENERAL_KNOWLEDGE = """You are ${assistant_name}. Answer briefly.
+Question: ${original_user_query}
+Answer:"""
+
+
+@dataclass(frozen=True)
+class PromptProfile:
+    """Templates and context sizes for a kind of chat model; ``None``: the settings'."""
+
+    name: str
+    templates: Mapping[str, str] = field(default_factory=dict)
+    context_limit: int | None = None
+    """documents per turn (instead of ``chat_context_limit``)"""
+    chunk_chars: int | None = None
+    """each document's text cut to about this many characters"""
+    max_tokens: int | None = None
+    """answer length cap (at most ``llm_max_tokens``)"""
+
+
+PROFILES: dict[str, PromptProfile] = {
+    "spec": PromptProfile("spec"),
+    "small": PromptProfile(
+        "small", {"tool_decision": SMALL_TOOL_DECISION, "strict_context": SMALL_STRICT_CONTEXT,
+                  "general_knowledge": SMALL_GENERAL_KNOWLEDGE},
+        context_limit=2, chunk_chars=1200, max_tokens=256),
+}
+
+
+def profile_for(default: str, collection_metadata: Mapping[str, Any] | None) -> PromptProfile:
+    """The collection's ``prompt_profile``, else ``default`` (the setting)."""
+    name = (collection_metadata or {}).get(PROFILE_KEY) or default
+    if not isinstance(name, str) or name not in PROFILES:
+        raise InvalidInput(f"Unknown prompt profile {name!r} in collection metadata "
+                           f"'{PROFILE_KEY}' (known: {', '.join(PROFILES)})")
+    return PROFILES[name]
+
+
+def clip(text: str, chars: int | None) -> str:
+    """``text`` cut to about ``chars`` characters at a line or word end (``None``: whole)."""
+    if chars is None or len(text) <= chars:
+        return text
+    cut = text[:chars]
+    end = max(cut.rfind("\n"), cut.rfind(" "))
+    return (cut[:end] if end > chars // 2 else cut).rstrip() + " ..."
 
 _IF = re.compile(r"\{\{#if (\w+)\}\}(.*?)\{\{/if\}\}", re.DOTALL)
 
@@ -189,9 +265,12 @@ class Prompts:
     """The prompts for one request: defaults, a collection's overrides on top."""
 
     def __init__(self, assistant_name: str,
-                 collection_metadata: Mapping[str, Any] | None = None) -> None:
+                 collection_metadata: Mapping[str, Any] | None = None,
+                 profile: PromptProfile | None = None) -> None:
         self.assistant_name = assistant_name
-        self.templates = {**DEFAULTS, **overrides(collection_metadata)}
+        self.profile = profile or PROFILES["spec"]
+        self.templates = {**DEFAULTS, **self.profile.templates,
+                          **overrides(collection_metadata)}
 
     def format(self, name: str, **values: Any) -> str:
         return render(self.templates[name], assistant_name=self.assistant_name, **values)

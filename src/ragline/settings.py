@@ -426,6 +426,10 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("RAGLINE_RAG_RELEVANCE_THRESHOLD",
                                       "RAG_RELEVANCE_THRESHOLD", "rag_relevance_threshold"))
     assistant_name: str = Field("ragline", description="Name the prompts give the assistant.")
+    prompt_profile: Literal["spec", "small"] = Field(
+        "spec", description="Chat prompts and context: 'spec' (spec 001's) or 'small' (short "
+        "prompts, fewer and shorter documents, for sub-1B models; docs/answers.md). A "
+        "collection's metadata key 'prompt_profile' overrides it.")
     chat_context_limit: int = Field(3, ge=1, le=50, description="Documents fetched as context "
                                     "per chat turn (spec 001 limit).")
     chat_num_candidates: int = Field(100, ge=1, le=1000, description="Candidates per search "

@@ -50,6 +50,7 @@ def _register_subcommands() -> None:
     from ragline.cli.collections_cmd import collections_app
     from ragline.cli.config_cmd import config_app
     from ragline.cli.documents_cmd import documents_app
+    from ragline.cli.eval_answers_cmd import register as register_eval_answers
     from ragline.cli.eval_cmd import eval_app
     from ragline.cli.ingest_cmd import ingest
     from ragline.cli.jobs_cmd import jobs_app
@@ -66,6 +67,7 @@ def _register_subcommands() -> None:
     app.add_typer(documents_app, name="documents")
     app.command("search")(search)
     app.add_typer(jobs_app, name="jobs")
+    register_eval_answers(eval_app)
     app.add_typer(eval_app, name="eval")
     app.add_typer(keys_app, name="keys")
     app.add_typer(models_app, name="models")

@@ -195,6 +195,15 @@ class LocalTarget:
                               stages=res.stages, warnings=res.warnings,
                               collection=res.collection)
 
+    # -- answers --------------------------------------------------------------------------
+    def chat(self, message: str, *, conversation_id: str | None = None,
+             collection: str | None = None) -> m.ChatAnswer:
+        """``POST /api/chat`` with ``stream: false``: one turn in this process."""
+        async def turn() -> dict[str, Any]:
+            return await self.rl.chat(self.me, message, conversation_id=conversation_id,
+                                      collection=collection)
+        return m.ChatAnswer(**self.rl.call_sync(turn))
+
     # -- jobs -----------------------------------------------------------------------------
     def jobs(self, *, limit: int = 20, collection: str | None = None) -> list[m.Job]:
         return [job_model(j) for j in self.rl.jobs(self.me, limit, collection)]

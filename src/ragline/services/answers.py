@@ -127,7 +127,7 @@ def build_answers(settings: Settings, conversations: ConversationRows,
         assistant_name=s.assistant_name, relevance_threshold=s.rag_relevance_threshold,
         context_limit=s.chat_context_limit, num_candidates=s.chat_num_candidates,
         allow_private_urls=s.allow_private_urls, default_collection=s.default_collection,
-        max_tokens=s.llm_max_tokens)
+        max_tokens=s.llm_max_tokens, prompt_profile=s.prompt_profile)
     return AnswerServices(
         llm=slot, tools=tools, conversations=conversations, retriever=retriever,
         chat=ChatService(slot, retriever, conversations, tools, collection_metadata, config),

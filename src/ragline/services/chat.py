@@ -30,13 +30,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ragline.catalog.conversations import Conversation, Message
 from ragline.catalog.tables import ConversationRows
 from ragline.errors import InvalidInput
-from ragline.prompts import Prompts
+from ragline.prompts import Prompts, clip, profile_for
 from ragline.providers.llms.base import ChatModel
 from ragline.services.rag_context import (
     Hit,
@@ -44,6 +44,7 @@ from ragline.services.rag_context import (
     Retriever,
     TurnEmbeddings,
     fetch_rag_context,
+    format_context,
     passes_threshold,
 )
 from ragline.services.tool_choice import ToolDecision, describe_tools, parse_tool_decision
@@ -67,6 +68,7 @@ class ChatConfig:
     allow_private_urls: bool = False
     default_collection: str | None = None
     max_tokens: int | None = None
+    prompt_profile: str = "spec"
 
 
 @dataclass
@@ -126,6 +128,7 @@ class PreparedTurn:
     llm_s: float = 0.0
     answer: str = ""
     decision_prompt: str = ""
+    max_tokens: int | None = None  # the prompt profile's answer cap, else the setting's
 
     async def events(self) -> AsyncIterator[Event]:
         t_call = time.perf_counter()
@@ -141,7 +144,8 @@ class PreparedTurn:
         if opts.stop:
             extra["stop"] = opts.stop
         async for delta in self.llm.stream(
-                messages, max_tokens=opts.max_tokens or self.service.config.max_tokens,
+                messages,
+                max_tokens=opts.max_tokens or self.max_tokens or self.service.config.max_tokens,
                 **extra):
             if first:
                 self.timings["first_token_ms"] = _ms(time.perf_counter() - self.t0)
@@ -163,6 +167,11 @@ class PreparedTurn:
         return {"conversation_id": self.conversation.id or None, "strategy": self.strategy,
                 "path": self.path, "tool": self.tool, "sources": self.sources,
                 "query": self.query, "topic": self.topic, "timings": self.timings}
+
+
+def _lowest(*caps: int | None) -> int | None:
+    """The lowest of the caps that are set (a profile lowers a cap, never raises it)."""
+    return min((c for c in caps if c is not None), default=None)
 
 
 def _ms(seconds: float) -> float:
@@ -200,8 +209,9 @@ class ChatService:
                                              or self.config.default_collection)
         collection = (None if req.general else
                       req.collection or conv.collection or self.config.default_collection)
-        prompts = Prompts(self.config.assistant_name,
-                          self.collection_metadata(collection) if collection else None)
+        meta = self.collection_metadata(collection) if collection else None
+        profile = profile_for(self.config.prompt_profile, meta)
+        prompts = Prompts(self.config.assistant_name, meta, profile)
         timings: dict[str, float] = {}
         plan, llm_s = await plan_query(conv.topic, message, llm, prompts)
         timings["topic_ms"] = _ms(llm_s)
@@ -212,11 +222,16 @@ class ChatService:
         if collection:
             ctx = await fetch_rag_context(
                 retriever, req.tenant, collection, plan.query,
-                limit=self.config.context_limit, num_candidates=self.config.num_candidates,
+                limit=min(profile.context_limit or self.config.context_limit,
+                          self.config.context_limit),
+                num_candidates=self.config.num_candidates,
                 embeddings=embeddings)
         timings["retrieval_ms"] = _ms(time.perf_counter() - t)
         relevant = passes_threshold(ctx, self.config.relevance_threshold)
-        rag_context = ctx.context if relevant else None
+        rag_context = None
+        if relevant:
+            rag_context = ctx.context if profile.chunk_chars is None else format_context(
+                [replace(h, text=clip(h.text, profile.chunk_chars)) for h in ctx.documents])
         log.info("chat retrieval: %d document(s), top relevance %s, threshold %.2f -> %s",
                  len(ctx.documents), ctx.top_relevance, self.config.relevance_threshold,
                  "context used" if relevant else "no context")
@@ -254,7 +269,8 @@ class ChatService:
         timings["prepare_ms"] = _ms(time.perf_counter() - t0)
         return PreparedTurn(self, req, conv, llm, prompt, path, plan.strategy, plan.query,
                             plan.topic, tool_info, sources, t0, timings, llm_s,
-                            decision_prompt=decision_prompt)
+                            decision_prompt=decision_prompt,
+                            max_tokens=_lowest(profile.max_tokens, self.config.max_tokens))
 
     async def _run_tool(self, decision: ToolDecision, tools: Mapping[str, Tool], tenant: str,
                         collection: str | None, embeddings: TurnEmbeddings, prompts: Prompts,
