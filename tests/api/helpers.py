@@ -46,6 +46,6 @@ def rerank_app(cross_encoder: Any) -> FastAPI:
     errors.install(app)
     app.include_router(rerank_route.router)
     rl = Ragline(Settings(_env_file=None, data_dir=Path(tempfile.mkdtemp()))).start()
-    rl.services.reranker = cross_encoder
+    rl.services.reranker.current = cross_encoder
     app.state.ragline = rl
     return app

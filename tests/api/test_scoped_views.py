@@ -35,9 +35,9 @@ def world(tmp_path: Path) -> Iterator[Keys]:
     with TestClient(create_app(settings), base_url="http://localhost") as c:
         rl: Ragline = c.app.state.ragline  # type: ignore[attr-defined]
         me = rl.owner()
-        keys = {"admin": rl.create_key(me, "admin", "default", "ops")[1],
-                "alice": rl.create_key(me, "user", "alice")[1],
-                "bob": rl.create_key(me, "user", "bob")[1]}
+        keys = {"admin": rl.keys.create(me, "admin", "default", "ops")[1],
+                "alice": rl.keys.create(me, "user", "alice")[1],
+                "bob": rl.keys.create(me, "user", "bob")[1]}
         admin = {"Authorization": f"Bearer {keys['admin']}"}
         for name, meta in (("shared", {}), ("alice-only", {"tenants": ["alice"]})):
             r = c.post("/collections", headers=admin, json={

@@ -56,9 +56,9 @@ def world(tmp_path: Path) -> Iterator[World]:
     try:
         with TestClient(create_app(ragline=rl), base_url="http://localhost") as c:
             me = rl.owner()
-            keys = {"admin": rl.create_key(me, "admin", "default", "ops")[1],
-                    "alice": rl.create_key(me, "user", "alice")[1],
-                    "bob": rl.create_key(me, "user", "bob")[1]}
+            keys = {"admin": rl.keys.create(me, "admin", "default", "ops")[1],
+                    "alice": rl.keys.create(me, "user", "alice")[1],
+                    "bob": rl.keys.create(me, "user", "bob")[1]}
             w = World(c, keys, llm)
             assert w.post("admin", "/collections", {"name": "kb", "embed": {"provider": "fake"}}
                           ).status_code == 201
@@ -276,10 +276,10 @@ def test_the_webhook_publishes_to_the_tenant_it_is_configured_for(tmp_path: Path
                              github_tenant="*", default_collection="book")
     with TestClient(create_app(settings), base_url="http://localhost") as c:
         rl: Ragline = c.app.state.ragline  # type: ignore[attr-defined]
-        alice = rl.create_key(rl.owner(), "user", "alice")[1]
+        alice = rl.keys.create(rl.owner(), "user", "alice")[1]
         r = post(c, push_payload([f"docs/{SENSING}"]))
         assert r.status_code == 202, r.text
-        job = rl.services.jobs.wait(r.json()["job_id"], timeout=60)
+        job = rl.ingestion.wait(rl.owner(), r.json()["job_id"], timeout=60)
         assert job.status == "succeeded" and job.tenant == "*"
         docs = c.get("/collections/book/documents",
                      headers={"Authorization": f"Bearer {alice}"}).json()["documents"]

@@ -30,9 +30,9 @@ def world(tmp_path: Path) -> Iterator[Keys]:
     with TestClient(create_app(settings), base_url="http://localhost") as c:
         rl: Ragline = c.app.state.ragline  # type: ignore[attr-defined]
         me = rl.owner()
-        yield Keys(c, {"admin": rl.create_key(me, "admin", "default", "ops")[1],
-                       "alice": rl.create_key(me, "user", "alice")[1],
-                       "bob": rl.create_key(me, "user", "bob")[1]})
+        yield Keys(c, {"admin": rl.keys.create(me, "admin", "default", "ops")[1],
+                       "alice": rl.keys.create(me, "user", "alice")[1],
+                       "bob": rl.keys.create(me, "user", "bob")[1]})
 
 
 def names(w: Keys, who: str) -> list[str]:

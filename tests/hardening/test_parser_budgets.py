@@ -133,7 +133,7 @@ def test_a_bomb_in_a_directory_is_a_warning_naming_the_file_and_the_rest_is_inge
     r = client.post("/ingestion/trigger", json={"collection": "knowledge", "path": str(tree)})
     assert r.status_code == 202, r.text
     rl = client.app.state.ragline  # type: ignore[attr-defined]
-    rl.services.jobs.wait(r.json()["job_id"], timeout=60)
+    rl.ingestion.wait(rl.owner(), r.json()["job_id"], timeout=60)
     job = client.get(f"/ingestion/status/{r.json()['job_id']}").json()
     assert job["status"] == "succeeded", job
     assert any("bomb.md" in w and "FRONTMATTER_MAX_NODES" in w for w in job["warnings"]), job
@@ -304,7 +304,7 @@ def test_a_deep_html_upload_is_400_naming_the_limit_and_nothing_is_written(
     (tree / "good.md").write_text("# Good\n\nGrippers hold objects.\n")
     r = client.post("/ingestion/trigger", json={"collection": "knowledge", "path": str(tree)})
     assert r.status_code == 202, r.text
-    client.app.state.ragline.services.jobs.wait(  # type: ignore[attr-defined]
+    client.app.state.ragline.ingestion.wait(client.app.state.ragline.owner(),   # type: ignore[attr-defined]
         r.json()["job_id"], timeout=60)
     job = client.get(f"/ingestion/status/{r.json()['job_id']}").json()
     assert job["status"] == "succeeded", job
