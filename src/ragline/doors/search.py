@@ -13,7 +13,8 @@ from ragline.services.searching import SearchRequest, SearchResponse
 from ragline.settings import Settings
 from ragline.wiring import Services, SyncBridge
 
-log = logging.getLogger(__name__)
+# the logger the use case logged to before the doors (operators filter on it)
+log = logging.getLogger("ragline.facade")
 
 RERANKER_NOT_LOADED = "Cross-encoder not loaded. Start server with --cross-encoder flag."
 
