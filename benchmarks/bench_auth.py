@@ -40,21 +40,21 @@ def main() -> None:
             s = Settings(data_dir=Path(tmp) / mode, auth=mode, _env_file=None)  # type: ignore[call-arg]
             rl = Ragline(s).start()
             me = rl.owner()
-            rl.create_collection(me, "c")
-            rl.add_documents(me, "c", [DocumentInput(f"text {i}", {"i": i}, [1.0, i / 100, 0.5],
+            rl.collections.create(me, "c")
+            rl.documents.add(me, "c", [DocumentInput(f"text {i}", {"i": i}, [1.0, i / 100, 0.5],
                                                      f"d{i}") for i in range(200)])
-            keys[mode] = rl.create_key(me, "user", "default")[1]
+            keys[mode] = rl.keys.create(me, "user", "default")[1]
             apps[mode] = (rl, create_app(ragline=rl))
         rl_on = apps["on"][0]
         warm, cold = [], []
         for _ in range(2000):
             t = time.perf_counter()
-            rl_on.authenticate(keys["on"])
+            rl_on.keys.authenticate(keys["on"])
             warm.append(time.perf_counter() - t)
         for _ in range(300):
             rl_on.services.auth._cache.clear()
             t = time.perf_counter()
-            rl_on.authenticate(keys["on"])
+            rl_on.keys.authenticate(keys["on"])
             cold.append(time.perf_counter() - t)
         print(f"key check alone: warm {us(warm)}, cold (catalog read) {us(cold)} "
               f"(cache TTL {auth_module.CACHE_TTL_S} s)")

@@ -38,7 +38,7 @@ data, scratch = Path(sys.argv[1]), Path(sys.argv[2])
 with Ragline(Settings(data_dir=data, _env_file=None)) as rl:
     work = Path(tempfile.mkdtemp(dir=scratch))
     t = time.perf_counter()
-    archive = rl.backup_archive(rl.owner(), work)
+    archive = rl.admin.backup_archive(rl.owner(), work)
     archive_s = time.perf_counter() - t
 t = time.perf_counter()
 with open(archive, "rb") as f:
@@ -59,10 +59,10 @@ def build(data: Path, collections: int, docs: int, big: int) -> None:
         me = rl.owner()
         sizes = {f"small-{i}": docs for i in range(collections)} | {"big": big}
         for name, n in sizes.items():
-            rl.create_collection(me, name)
+            rl.collections.create(me, name)
             for lo in range(0, n, 1000):
                 vecs = rng.standard_normal((min(1000, n - lo), 384)).astype(np.float32)
-                rl.add_documents(me, name, [
+                rl.documents.add(me, name, [
                     DocumentInput(id=f"d{lo + i}", text=f"document {lo + i} of {name}",
                                   embedding=v.tolist(), metadata={"cat": (lo + i) % 20})
                     for i, v in enumerate(vecs)])

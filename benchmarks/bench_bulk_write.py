@@ -11,7 +11,7 @@ threads, from ``/proc``): on a machine shared with
 other work, wall-clock rates follow the load; CPU time much less. Data and client:
 ``bench_scale``'s.
 
-``--library`` measures the library's ``Ragline.store_batch`` instead: per round, one
+``--library`` measures the library's ``Library.store_batch`` instead: per round, one
 process per checkout (``PYTHONPATH`` = its ``src``) opens a fresh data directory,
 writes 2,000 documents to warm up, then times ``store_batch`` over ``--docs``
 documents in chunks of 1,000 (the chunk dicts, with their vectors as lists of
@@ -64,6 +64,7 @@ sys.path.insert(0, {bench!r})
 from bench_scale import BATCH, Data
 from bench_bulk_write import cpu_s
 from ragline.facade import Ragline
+from ragline.library import Library
 from ragline.settings import Settings
 
 lo, hi = {lo}, {hi}
@@ -79,12 +80,13 @@ with tempfile.TemporaryDirectory() as d:
     rl = Ragline(Settings(data_dir=d, _env_file=None, background_indexing=False,
                           max_documents_per_request=BATCH))
     with rl:
-        rl.create_collection(rl.owner(), "scale")
+        rl.collections.create(rl.owner(), "scale")
+        lib = Library(rl, rl.owner())
         for c in warm:
-            rl.store_batch("scale", c)
+            lib.store_batch("scale", c)
         c0, t0 = cpu_s(os.getpid()), time.perf_counter()
         for c in work:
-            rl.store_batch("scale", c)
+            lib.store_batch("scale", c)
         cpu, wall = cpu_s(os.getpid()) - c0, time.perf_counter() - t0
 print(json.dumps({{"rate": (hi - lo) / wall, "cpu": cpu * 1e6 / (hi - lo)}}))
 """
@@ -108,7 +110,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--conns", type=int, default=2)
     ap.add_argument("--json-out", type=Path)
-    ap.add_argument("--library", action="store_true", help="time Ragline.store_batch")
+    ap.add_argument("--library", action="store_true", help="time Library.store_batch")
     ap.add_argument("--all-ahead", action="store_true",
                     help="serialise every body of a round before its clock starts (the "
                          "client then only sends, as one on another machine would)")

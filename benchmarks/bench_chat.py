@@ -59,7 +59,7 @@ async def run(rl: Ragline, baseline: OpenAIChatModel, turns: int, warmup: int
     base: list[dict[str, float]] = []
     for i in range(warmup + turns):
         q = QUESTIONS[i % len(QUESTIONS)]
-        turn = await rl.chat_turn(rl.owner(), q, collection="kb")
+        turn = await rl.answers.chat_turn(rl.owner(), q, collection="kb")
         async for _ in turn.events():
             pass
         if i < warmup:
@@ -96,14 +96,15 @@ def scripted(turns: int, warmup: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         rl = Ragline(Settings(data_dir=Path(tmp) / "data", _env_file=None),  # type: ignore[call-arg]
                      llm=llm).start()
-        rl.create_collection(rl.owner(), "kb", embed={"provider": "local"})
-        rl.add_documents(rl.owner(), "kb", [DocumentInput(t, {"title": f"fact {i}"})
+        rl.collections.create(rl.owner(), "kb", embed={"provider": "local"})
+        rl.documents.add(rl.owner(), "kb", [DocumentInput(t, {"title": f"fact {i}"})
                                             for i, t in enumerate(FACTS)])
 
         async def go() -> list[dict[str, float]]:
             rows = []
             for i in range(warmup + turns):
-                turn = await rl.chat_turn(rl.owner(), QUESTIONS[i % len(QUESTIONS)] + f" #{i}",
+                turn = await rl.answers.chat_turn(rl.owner(),
+                                                  QUESTIONS[i % len(QUESTIONS)] + f" #{i}",
                                           collection="kb")
                 async for _ in turn.events():
                     pass
@@ -135,8 +136,8 @@ def main() -> None:
                             llm_model=MODEL_ALIAS, llm_max_tokens=args.max_tokens,
                             _env_file=None)
         rl = Ragline(settings).start()
-        rl.create_collection(rl.owner(), "kb", embed={"provider": "local"})
-        rl.add_documents(rl.owner(), "kb", [DocumentInput(t, {"title": f"fact {i}",
+        rl.collections.create(rl.owner(), "kb", embed={"provider": "local"})
+        rl.documents.add(rl.owner(), "kb", [DocumentInput(t, {"title": f"fact {i}",
                                                               "source_path": f"facts/{i}.md"})
                                             for i, t in enumerate(FACTS)])
         baseline = OpenAIChatModel(base_url=url, model=MODEL_ALIAS, max_tokens=args.max_tokens)

@@ -225,11 +225,11 @@ def build(data_dir: Path, collection: str) -> dict[str, Any]:
     rl = Ragline(Settings(data_dir=data_dir)).start()
     try:
         me = rl.owner()
-        rl.create_collection(me, collection, {"source": "beir"}, None, None,
+        rl.collections.create(me, collection, {"source": "beir"}, None, None,
                              {"provider": "local", "model": None})
         t = time.perf_counter()
         for s in range(0, len(docs), 128):
-            rl.add_documents(me, collection, [DocumentInput(t, {"beir_id": i, "bucket": b},
+            rl.documents.add(me, collection, [DocumentInput(t, {"beir_id": i, "bucket": b},
                                                             None, i)
                                               for i, t, b in docs[s:s + 128]])
         return {"ingest_s": time.perf_counter() - t, "docs": len(docs)}
@@ -277,7 +277,7 @@ def main() -> None:
     inner.embed(["ok"], "query")  # texts of <= fp32_max_tokens word pieces: the fp32 graph
     mem["first short text (fp32 graph)"] = tree_memory(me_pid)
     queries = load_queries(SCIFACT)[: a.queries]
-    rl.search_sync(caller, SearchRequest(collection=a.collection, query=queries[0]))
+    rl.search.query_sync(caller, SearchRequest(collection=a.collection, query=queries[0]))
     mem["shard_open"] = tree_memory(me_pid)
 
     scope = rl.access.read_scope(caller)
@@ -294,7 +294,7 @@ def main() -> None:
                           fusion=Fusion(settings.hybrid_fusion))
 
     for q in queries[:20]:  # steady state of the library path, before the copy below
-        rl.search_sync(caller, SearchRequest(collection=a.collection, query=q))
+        rl.search.query_sync(caller, SearchRequest(collection=a.collection, query=q))
     mem["after_20_searches"] = tree_memory(me_pid)
     res["arenas_main"] = arenas(me_pid)
     res["threads_main"] = threads(me_pid)
@@ -325,7 +325,7 @@ def main() -> None:
         "pickle + unpickle the hybrid hits":
             lambda q, v: pickle.loads(pickle.dumps(
                 local.query_batch(info.shard, [sq(SearchMode.HYBRID, v, q, 10)]), 5)),
-        "search, whole (library path)": lambda q, v: rl.search_sync(
+        "search, whole (library path)": lambda q, v: rl.search.query_sync(
             caller, SearchRequest(collection=a.collection, query=q, mode="hybrid", limit=10)),
     }
     times: dict[str, list[float]] = {k: [] for k in stages}

@@ -34,8 +34,8 @@ def build(data: Path, collections: int) -> None:
     with Ragline(Settings(data_dir=data, _env_file=None)) as rl:
         me = rl.owner()
         for c in range(collections):
-            rl.create_collection(me, f"c{c}")
-            rl.add_documents(me, f"c{c}", [
+            rl.collections.create(me, f"c{c}")
+            rl.documents.add(me, f"c{c}", [
                 DocumentInput(id=f"d{i}", text=f"document {i}", metadata={"i": i},
                               embedding=[1.0, float(i), float(c % 7), 0.5])
                 for i in range(10)])

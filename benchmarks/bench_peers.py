@@ -166,15 +166,15 @@ class Ragline:
         self.rl.services.embedders.get("local").embed(["warm up the model"], "query")
 
     def ingest(self, docs: list[tuple[str, str, int]]) -> None:
-        self.rl.create_collection(self.me, "scifact", {"source": "beir"}, None, None,
+        self.rl.collections.create(self.me, "scifact", {"source": "beir"}, None, None,
                                   {"provider": "local", "model": None})
         for s in range(0, len(docs), 128):
-            self.rl.add_documents(self.me, "scifact", [
+            self.rl.documents.add(self.me, "scifact", [
                 self.DocumentInput(t, {"beir_id": i, "bucket": b}, None, i)
                 for i, t, b in docs[s:s + 128]])
 
     def search(self, q: str, k: int, mode: str) -> int:
-        res = self.rl.search_sync(self.me, self.SearchRequest(
+        res = self.rl.search.query_sync(self.me, self.SearchRequest(
             collection="scifact", query=q, mode=mode, limit=k))  # type: ignore[arg-type]
         return len(res.hits)
 

@@ -48,12 +48,12 @@ def main() -> None:
                           "rerank_candidates": 10}),
                           ("hybrid + rerank 50", {"rerank": True, "rerank_candidates": 50})]:
             for q in qs[:3]:  # warm-up (also fills the query-embedding cache for every row)
-                rl.search_sync(me, SearchRequest(args.collection, query=q, **kw))
+                rl.search.query_sync(me, SearchRequest(args.collection, query=q, **kw))
             lat = []
             for q in qs:
-                rl.search_sync(me, SearchRequest(args.collection, query=q))
+                rl.search.query_sync(me, SearchRequest(args.collection, query=q))
                 t = time.perf_counter()
-                res = rl.search_sync(me, SearchRequest(args.collection, query=q, **kw))
+                res = rl.search.query_sync(me, SearchRequest(args.collection, query=q, **kw))
                 lat.append((time.perf_counter() - t) * 1000)
             rows.append((label, statistics.median(lat), pct(lat, 95), res.stages))
     base = rows[0][1]

@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 
+from ragline.core.principal import Principal
 from ragline.core.types import Record
-from ragline.facade import Ragline
+from ragline.facade import IngestSource, IngestStats, Ragline
 from ragline.providers.registry import registry
 from ragline.settings import Settings
 from ragline.testing.fake_embedder import FakeEmbedder
@@ -74,6 +75,23 @@ def rl(tmp_path: Path, rl_overrides: dict[str, Any]) -> Iterator[Ragline]:
         yield r
 
 
+def ingest_tree(rl: Ragline, collection: str, tenant: str, path: str | Path,
+                mode: str = "incremental", *, paths: list[str] | None = None) -> IngestStats:
+    """A directory ingestion through the door, as the CLI runs it (``wait=True``: the job
+    runs in this thread), acting as the owner in ``tenant``; the job's counters and
+    warnings as the run's stats. A failed job raises :class:`JobFailed` with its error."""
+    out = rl.ingestion.submit(Principal.owner(tenant), IngestSource(
+        "directory", collection, path=str(path), mode=mode, paths=paths), wait=True)
+    assert out.job is not None
+    if out.job.status != "succeeded":
+        raise JobFailed(out.job.error or out.job.status)
+    return IngestStats(**out.job.counters, warnings=list(out.job.warnings))
+
+
+class JobFailed(AssertionError):
+    """A directory job of :func:`ingest_tree` that did not succeed."""
+
+
 class Boom(RuntimeError):
     """The crash a test injects (never raised by ragline itself)."""
 
@@ -123,7 +141,7 @@ def clean_snapshot(tmp_path: Path, book: Path) -> dict[str, str]:
     """What a clean ingestion of ``book`` into a fresh data directory stores (the state a
     repair or re-ingestion must reach), as ``snapshot`` gives it."""
     with Ragline(fake_settings(tmp_path / "clean")) as clean:
-        clean.services.ingest.run_directory("book", "default", book)
+        ingest_tree(clean, "book", "default", book)
         return snapshot(clean)
 
 

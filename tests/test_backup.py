@@ -89,11 +89,11 @@ def test_backup_during_concurrent_writes_keeps_every_acknowledged_write(
     restore(unpacked, tmp_path / "restored")
     with Ragline(_settings(tmp_path / "restored")) as rl:
         me = rl.owner()
-        count = rl.get_collection(me, "c").count
+        count = rl.collections.get(me, "c").count
         assert len(before) <= count <= len(after) + 2  # in-flight writes may or may not be in
         for i in sorted(before):
-            assert rl.get_document(me, "c", f"d{i}").metadata["i"] == i
-        assert {c.name for c in rl.list_collections(me)} == {"c", "other"}
+            assert rl.documents.get(me, "c", f"d{i}").metadata["i"] == i
+        assert {c.name for c in rl.collections.all(me)} == {"c", "other"}
     # and the restored directory serves searches over HTTP
     with TestClient(create_app(_settings(tmp_path / "restored")),
                     base_url="http://localhost") as client:
@@ -109,18 +109,18 @@ def test_direct_backup_and_restore_roundtrip(tmp_path: Path) -> None:
         client.post("/collections/c/documents",
                     json={"documents": [_doc(i) for i in range(10)]})
     with Ragline(_settings(tmp_path / "d")) as rl:
-        manifest = rl.backup(rl.owner(), tmp_path / "bk")
+        manifest = rl.admin.backup(rl.owner(), tmp_path / "bk")
         assert manifest["shards"] and (tmp_path / "bk" / "catalog.sqlite3").is_file()
         with pytest.raises(InvalidInput, match="not empty"):
-            rl.backup(rl.owner(), tmp_path / "bk")
+            rl.admin.backup(rl.owner(), tmp_path / "bk")
     restore(tmp_path / "bk", tmp_path / "r")
     with Ragline(_settings(tmp_path / "r")) as rl2:
-        assert rl2.get_collection(rl2.owner(), "c").count == 10
+        assert rl2.collections.get(rl2.owner(), "c").count == 10
 
 
 def test_restore_refuses_non_empty_directory_and_newer_backups(tmp_path: Path) -> None:
     with Ragline(_settings(tmp_path / "d")) as rl:
-        rl.backup(rl.owner(), tmp_path / "bk")
+        rl.admin.backup(rl.owner(), tmp_path / "bk")
     target = tmp_path / "busy"
     target.mkdir()
     (target / "notes.txt").write_text("mine")

@@ -253,8 +253,8 @@ def test_readme_cli(tmp_path: Path) -> None:
 
     with Ragline(Settings(data_dir=tmp_path / "data", _env_file=None)) as rl:  # type: ignore[call-arg]
         me = rl.owner()
-        assert rl.get_collection(me, "book").count > 0
-        assert [k.tenant for k in rl.list_keys(me)] == ["alice"]
+        assert rl.collections.get(me, "book").count > 0
+        assert [k.tenant for k in rl.keys.all(me)] == ["alice"]
 
 
 def checklist_reply() -> str:
@@ -382,8 +382,8 @@ def test_ingestion_facade(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     settings = Settings(data_dir=tmp_path / "data", _env_file=None)  # type: ignore[call-arg]
     assert ns["job"].status == "succeeded" and ns["job"].collection == "book"
     with Ragline(settings) as rl:
-        assert rl.get_collection(rl.owner(), "book").count > 0
-        assert rl.get_collection(rl.owner(), "knowledge").count >= 1
+        assert rl.collections.get(rl.owner(), "book").count > 0
+        assert rl.collections.get(rl.owner(), "knowledge").count >= 1
 
 
 @pytest.mark.slow
@@ -396,14 +396,14 @@ def test_operations_backup_restore(tmp_path: Path) -> None:
     block, verify = runs("docs/operations.md", "test_operations_backup_restore")
     with Ragline(Settings(data_dir=tmp_path / "data", _env_file=None)) as rl:  # type: ignore[call-arg]
         me = rl.owner()
-        rl.create_collection(me, "notes", embed={"provider": "local"})
-        rl.add_documents(me, "notes", [DocumentInput("kept across a restore", {}, None, "n1")])
+        rl.collections.create(me, "notes", embed={"provider": "local"})
+        rl.documents.add(me, "notes", [DocumentInput("kept across a restore", {}, None, "n1")])
     code = (block.code.replace("/backups/", f"{tmp_path}/backups/")
             .replace("/srv/ragline/data", str(tmp_path / "restored" / "data")))
     sh(code, tmp_path)
     with Ragline(Settings(data_dir=tmp_path / "restored" / "data",  # type: ignore[call-arg]
                           _env_file=None)) as rl:
-        page = rl.list_documents(rl.owner(), "notes")
+        page = rl.documents.page(rl.owner(), "notes")
         assert [r.id for r in page.records] == ["n1"]
     # then the consistency check of the same page, on the restored directory: clean
     out = sh(verify.code.replace("/srv/ragline/data", str(tmp_path / "restored" / "data")),

@@ -19,7 +19,7 @@ def test_constructor_touches_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / "data").exists()
     assert not rl.started
     with pytest.raises(RuntimeError, match="not started"):
-        rl.list_collections(rl.owner())
+        rl.collections.all(rl.owner())
     rl.close()  # closing an unstarted facade is a no-op
 
 
@@ -27,8 +27,8 @@ def test_start_recovers_what_a_crash_left_and_close_releases(tmp_path: Path) -> 
     data = tmp_path / "data"
     with Ragline(settings(data)) as rl:
         me = rl.owner()
-        rl.create_collection(me, "c")
-        rl.add_documents(me, "c", [DocumentInput("a", {}, [1.0, 0.0], "a")])
+        rl.collections.create(me, "c")
+        rl.documents.add(me, "c", [DocumentInput("a", {}, [1.0, 0.0], "a")])
         sv = rl.services
         sv.store.create_shard("orphan0000", 2)  # a create interrupted before its catalog write
         job = sv.jobs.table.create(kind="directory", trigger="api", mode="incremental",
@@ -47,15 +47,15 @@ def test_start_recovers_what_a_crash_left_and_close_releases(tmp_path: Path) -> 
         me = again.owner()
         assert not (shards / "orphan0000").exists()
         assert not (data / "uploads").exists()
-        failed = again.job(me, job.id)
+        failed = again.ingestion.job(me, job.id)
         assert (failed.status, failed.error) == ("failed", "interrupted by restart")
-        assert [c.count for c in again.list_collections(me)] == [1]
+        assert [c.count for c in again.collections.all(me)] == [1]
         assert again.start() is again  # idempotent
     finally:
         again.close()
     assert not again.started
     with pytest.raises(RuntimeError):
-        again.get_collection(again.owner(), "c")
+        again.collections.get(again.owner(), "c")
     again.close()  # twice is fine
 
 

@@ -74,13 +74,13 @@ def vectors(tmp_path: Path) -> Iterator[Ragline]:
     """A collection of pre-computed 2-d embeddings around the query [1, 0]."""
     with Ragline(fake_settings(tmp_path)) as rl:
         me = rl.owner()
-        rl.create_collection(me, "vec")
-        rl.add_documents(me, "vec", [DocumentInput(k, {}, v, k) for k, v in VECTORS.items()])
+        rl.collections.create(me, "vec")
+        rl.documents.add(me, "vec", [DocumentInput(k, {}, v, k) for k, v in VECTORS.items()])
         yield rl
 
 
 def _search(rl: Ragline, **kw: Any) -> dict[str, tuple[float, float | None]]:
-    res = rl.search_sync(rl.owner(), SearchRequest(collection="vec", embedding=[1.0, 0.0],
+    res = rl.search.query_sync(rl.owner(), SearchRequest(collection="vec", embedding=[1.0, 0.0],
                                                    mode="dense", **kw))
     return {h.id: (h.score, h.relevance) for h in res.hits}
 
@@ -105,8 +105,8 @@ def test_search_relevance_and_its_threshold_at_the_boundaries(vectors: Ragline) 
 def test_a_search_that_finds_nothing_gives_no_relevance(vectors: Ragline) -> None:
     registry.register("embedders", "fake", FakeEmbedder)
     me = vectors.owner()
-    vectors.create_collection(me, "empty", embed={"provider": "fake"})
-    res = vectors.search_sync(me, SearchRequest(collection="empty", query="anything"))
+    vectors.collections.create(me, "empty", embed={"provider": "fake"})
+    res = vectors.search.query_sync(me, SearchRequest(collection="empty", query="anything"))
     assert res.hits == []
 
 
@@ -121,7 +121,7 @@ def _chat(tmp_path: Path, threshold: float) -> dict[str, Any]:
     llm.replies.append('{"tool_name": "none"}')
     with Ragline(fake_settings(tmp_path, rag_relevance_threshold=threshold), llm=llm) as rl:
         async def turn() -> dict[str, Any]:
-            return await rl.chat(rl.owner(), QUESTION, collection="kb")
+            return await rl.answers.chat(rl.owner(), QUESTION, collection="kb")
 
         return rl.call_sync(turn)
 
@@ -130,9 +130,9 @@ def test_chat_and_search_give_the_same_relevance_for_the_same_hit(tmp_path: Path
     registry.register("embedders", "fake", FakeEmbedder)
     with Ragline(fake_settings(tmp_path)) as rl:
         me = rl.owner()
-        rl.create_collection(me, "kb", embed={"provider": "fake"})
-        rl.add_documents(me, "kb", [DocumentInput(t, {"title": i}, None, i) for i, t in BOOK])
-        searched = {h.id: h.relevance for h in rl.search_sync(
+        rl.collections.create(me, "kb", embed={"provider": "fake"})
+        rl.documents.add(me, "kb", [DocumentInput(t, {"title": i}, None, i) for i, t in BOOK])
+        searched = {h.id: h.relevance for h in rl.search.query_sync(
             me, SearchRequest(collection="kb", query=QUESTION)).hits}
     top = max(r for r in searched.values() if r is not None)
     # the chat's threshold at exactly the top hit's search relevance: the RAG path

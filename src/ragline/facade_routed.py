@@ -33,6 +33,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from ragline.errors import ServiceUnavailable
 from ragline.providers.stores.base import VectorStore
 from ragline.services.embedders import EmbedderPool
+from ragline.services.slots import RerankerSlot
 from ragline.settings import Settings
 
 CONNECTIONS_DIR = "connections"
@@ -45,7 +46,7 @@ class Borrowed:
     connection: str
     store: VectorStore
     embedders: EmbedderPool
-    reranker: Callable[[], Any | None]
+    reranker: RerankerSlot  # the server's: one loaded model
 
 
 def connection_settings(settings: Settings, cid: str, provider: str) -> Settings:

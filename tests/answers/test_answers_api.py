@@ -48,13 +48,13 @@ def rl(settings: Settings, llm: ScriptedChatModel) -> Iterator[Ragline]:
     registry.register("embedders", "fake", FakeEmbedder)
     r = Ragline(settings, llm=llm).start()
     owner = r.owner()
-    r.create_collection(owner, "kb", embed={"provider": "fake"})
-    r.add_documents(owner, "kb", [DocumentInput(d["text"], d["metadata"], None, d["id"])  # type: ignore[arg-type]
+    r.collections.create(owner, "kb", embed={"provider": "fake"})
+    r.documents.add(owner, "kb", [DocumentInput(d["text"], d["metadata"], None, d["id"])  # type: ignore[arg-type]
                                   for d in DOCS])
-    r.add_documents(Principal("other-tenant"), "kb",
+    r.documents.add(Principal("other-tenant"), "kb",
                     [DocumentInput("Paris secret of another tenant", {}, None, "theirs")])
-    r.create_collection(owner, "rb", embed={"provider": "fake"})
-    r.add_documents(owner, "rb", [DocumentInput(t, {"tags": tags, "applicable_shapes": shapes,
+    r.collections.create(owner, "rb", embed={"provider": "fake"})
+    r.documents.add(owner, "rb", [DocumentInput(t, {"tags": tags, "applicable_shapes": shapes,
                                                     "source_path": path}, None, i)
                                   for i, t, tags, shapes, path in RUNBOOKS])
     yield r
@@ -213,13 +213,13 @@ def test_with_auth_on_a_user_key_chats_over_its_own_tenant_only(tmp_path: Path) 
     llm = ScriptedChatModel()
     rl = Ragline(fake_settings(tmp_path, auth="on", default_collection="kb"), llm=llm).start()
     me = rl.owner()
-    keys = {who: rl.create_key(me, "user", who)[1] for who in ("alice", "bob")}
+    keys = {who: rl.keys.create(me, "user", who)[1] for who in ("alice", "bob")}
     with TestClient(create_app(ragline=rl), base_url="http://localhost") as c:
         def post(who: str, url: str, body: Any) -> Any:
             return c.post(url, json=body, headers={"Authorization": f"Bearer {keys[who]}"})
 
-        rl.create_collection(me, "kb", embed={"provider": "fake"})
-        rl.create_collection(me, "bobs", metadata={"tenants": ["bob"]},
+        rl.collections.create(me, "kb", embed={"provider": "fake"})
+        rl.collections.create(me, "bobs", metadata={"tenants": ["bob"]},
                              embed={"provider": "fake"})
         for who, text in (("alice", "Paris is the capital of France, says alice"),
                           ("bob", "Paris is the capital of France, says bob")):

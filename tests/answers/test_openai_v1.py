@@ -39,19 +39,19 @@ def start(tmp_path: Path, llm: ScriptedChatModel | None, **overrides: Any) -> Ra
     rl = Ragline(fake_settings(tmp_path, auth="on", default_collection=None, **overrides),
                  llm=llm).start()
     owner = rl.owner()
-    rl.create_collection(owner, "kb", embed={"provider": "fake"})
-    rl.add_documents(Principal("acme"), "kb", [FRANCE])
-    rl.add_documents(Principal("globex"), "kb", [DocumentInput(
+    rl.collections.create(owner, "kb", embed={"provider": "fake"})
+    rl.documents.add(Principal("acme"), "kb", [FRANCE])
+    rl.documents.add(Principal("globex"), "kb", [DocumentInput(
         "Paris secret of globex", {"title": "Secret"}, None, "theirs")])
-    rl.create_collection(owner, "acme-only", metadata={"tenants": ["acme"]},
+    rl.collections.create(owner, "acme-only", metadata={"tenants": ["acme"]},
                          embed={"provider": "fake"})
-    rl.create_collection(owner, "globex-only", metadata={"tenants": ["globex"]},
+    rl.collections.create(owner, "globex-only", metadata={"tenants": ["globex"]},
                          embed={"provider": "fake"})
     return rl
 
 
 def client_for(rl: Ragline, tenant: str = "acme") -> TestClient:
-    key = rl.create_key(rl.owner(), "user", tenant)[1]
+    key = rl.keys.create(rl.owner(), "user", tenant)[1]
     return TestClient(create_app(ragline=rl), base_url="http://localhost",
                       headers={"Authorization": f"Bearer {key}"})
 

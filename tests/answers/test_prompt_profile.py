@@ -36,8 +36,8 @@ def rl(settings: Settings) -> Iterator[Ragline]:
     # fake vectors are random: let every document pass the relevance threshold
     r = Ragline(settings.model_copy(update={"rag_relevance_threshold": 0.0}), llm=llm).start()
     owner = r.owner()
-    r.create_collection(owner, "kb", embed={"provider": "fake"})
-    r.add_documents(owner, "kb", DOCS)
+    r.collections.create(owner, "kb", embed={"provider": "fake"})
+    r.documents.add(owner, "kb", DOCS)
     yield r
     r.close()
 
@@ -115,7 +115,7 @@ def test_the_setting_selects_the_profile_for_every_collection(settings: Settings
 
 
 async def _general_turn(rl: Ragline) -> dict[str, Any]:
-    return await rl.chat(rl.owner(), "Write a poem about leaves.")
+    return await rl.answers.chat(rl.owner(), "Write a poem about leaves.")
 
 
 def test_clip_cuts_at_a_word_end() -> None:

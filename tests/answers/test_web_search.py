@@ -104,13 +104,15 @@ def client(tmp_path: Path, llm: ScriptedChatModel) -> Iterator[TestClient]:
     registry.register("embedders", "fake", FakeEmbedder)
     rl = Ragline(fake_settings(tmp_path, auth="on"), llm=llm).start()
     owner = rl.owner()
-    rl.create_collection(owner, "kb", embed={"provider": "fake"})
-    rl.add_documents(owner, "kb", [DocumentInput("Paris is the capital of France", {},
+    rl.collections.create(owner, "kb", embed={"provider": "fake"})
+    rl.documents.add(owner, "kb", [DocumentInput("Paris is the capital of France", {},
                                                  None, "paris")])
     c = local_client(create_app(ragline=rl))
     with c:
-        c.admin = {"Authorization": f"Bearer {rl.create_key(owner, 'admin', 'default')[1]}"}  # type: ignore[attr-defined]
-        c.user = {"Authorization": f"Bearer {rl.create_key(owner, 'user', 'alice')[1]}"}  # type: ignore[attr-defined]
+        admin, user = (rl.keys.create(owner, role, tenant)[1]
+                       for role, tenant in (("admin", "default"), ("user", "alice")))
+        c.admin = {"Authorization": f"Bearer {admin}"}  # type: ignore[attr-defined]
+        c.user = {"Authorization": f"Bearer {user}"}  # type: ignore[attr-defined]
         yield c
     rl.close()
 

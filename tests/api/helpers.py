@@ -48,7 +48,7 @@ def rerank_app(cross_encoder: Any) -> FastAPI:
     errors.install(app)
     app.include_router(rerank_route.router)
     rl = Ragline(Settings(_env_file=None, data_dir=Path(tempfile.mkdtemp()))).start()
-    rl.services.reranker = cross_encoder
+    rl.services.reranker.current = cross_encoder
     app.state.ragline = rl
     return app
 
@@ -89,6 +89,6 @@ def keyed_client(app: FastAPI) -> Iterator[Keyed]:
     with TestClient(app, base_url="http://localhost") as c:
         rl: Ragline = c.app.state.ragline  # type: ignore[attr-defined]
         me = rl.owner()
-        yield Keyed(c, {"admin": rl.create_key(me, "admin", "default", "ops")[1],
-                        "alice": rl.create_key(me, "user", "alice")[1],
-                        "bob": rl.create_key(me, "user", "bob")[1]})
+        yield Keyed(c, {"admin": rl.keys.create(me, "admin", "default", "ops")[1],
+                        "alice": rl.keys.create(me, "user", "alice")[1],
+                        "bob": rl.keys.create(me, "user", "bob")[1]})

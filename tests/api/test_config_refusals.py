@@ -21,7 +21,7 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
                              max_upload_bytes=64, max_documents_per_request=2,
                              allowed_hosts=["testserver"])
     rl = Ragline(settings).start()
-    rl.create_collection(rl.owner(), "book", embed={"provider": "fake"})
+    rl.collections.create(rl.owner(), "book", embed={"provider": "fake"})
     with TestClient(create_app(ragline=rl)) as c:
         yield c
     rl.close()
@@ -69,7 +69,7 @@ def test_chat_without_a_collection_names_the_default_setting(tmp_path: Path) -> 
         with TestClient(create_app(ragline=rl)) as c:
             _refusal(c.post("/api/chat", json={"message": "hi", "stream": False}), 404,
                      "RAGLINE_DEFAULT_COLLECTION")
-            rl.create_collection(rl.owner(), "knowledge", embed={"provider": "fake"})
+            rl.collections.create(rl.owner(), "knowledge", embed={"provider": "fake"})
             ok = c.post("/api/chat", json={"message": "hi", "stream": False})
             assert ok.status_code == 200, ok.text
     finally:

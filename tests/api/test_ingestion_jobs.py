@@ -52,7 +52,7 @@ def run_job(client: TestClient, **body: Any) -> dict[str, Any]:
     assert r.status_code == 202, r.text
     started = r.json()
     assert started["status"] == "queued" and set(started) >= {"job_id", "status"}
-    rl_of(client).services.jobs.wait(started["job_id"], timeout=60)
+    rl_of(client).ingestion.wait(rl_of(client).owner(), started["job_id"], timeout=60)
     status = client.get(f"/ingestion/status/{started['job_id']}")
     assert status.status_code == 200
     return status.json()  # type: ignore[no-any-return]
@@ -124,6 +124,6 @@ def test_jobs_interrupted_by_a_restart_are_failed_and_can_be_rerun(tmp_path: Pat
         assert job["status"] == "failed" and job["error"] == "interrupted by restart"
         r = client.post(f"/ingestion/jobs/{stuck.id}/rerun")
         assert r.status_code == 202 and r.json()["rerun_of"] == stuck.id
-        rl_of(client).services.jobs.wait(r.json()["job_id"], timeout=60)
+        rl_of(client).ingestion.wait(rl_of(client).owner(), r.json()["job_id"], timeout=60)
         again = client.get(f"/ingestion/status/{r.json()['job_id']}").json()
         assert again["status"] == "succeeded" and again["files_changed"] == 6

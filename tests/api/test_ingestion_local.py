@@ -29,7 +29,7 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
         r = c.post("/ingestion/trigger", json={"path": str(book)})
         assert r.status_code == 202
         rl: Ragline = c.app.state.ragline  # type: ignore[attr-defined]
-        job = rl.services.jobs.wait(r.json()["job_id"], timeout=300)
+        job = rl.ingestion.wait(rl.owner(), r.json()["job_id"], timeout=300)
         assert job.status == "succeeded", job.error
         yield c
 
@@ -51,5 +51,5 @@ def test_rerun_is_free_with_the_real_model(client: TestClient) -> None:
     rl: Ragline = client.app.state.ragline  # type: ignore[attr-defined]
     first = rl.services.jobs.recent(1)[0]
     r = client.post("/ingestion/trigger", json={"path": first.path})
-    job = rl.services.jobs.wait(r.json()["job_id"], timeout=120)
+    job = rl.ingestion.wait(rl.owner(), r.json()["job_id"], timeout=120)
     assert job.counters["files_skipped"] == 6 and job.counters["texts_embedded"] == 0

@@ -128,7 +128,7 @@ def test_push_pulls_and_reindexes_only_the_changed_lesson(client: TestClient,
                                                           repos: Repos) -> None:
     first = client.post("/ingestion/trigger", json={"path": str(repos.clone / "docs")})
     rl = rl_of(client)
-    rl.services.jobs.wait(first.json()["job_id"], timeout=60)
+    rl.ingestion.wait(rl.owner(), first.json()["job_id"], timeout=60)
     fake = fake_of(rl)
     texts = fake.texts_embedded
     edit_section(repos.author / "docs" / SENSING, "Cameras",
@@ -139,7 +139,7 @@ def test_push_pulls_and_reindexes_only_the_changed_lesson(client: TestClient,
     assert r.status_code == 202, r.text
     body = r.json()
     assert body["status"] == "queued" and body["paths"] == [SENSING, CODE]
-    job = rl.services.jobs.wait(body["job_id"], timeout=60)
+    job = rl.ingestion.wait(rl.owner(), body["job_id"], timeout=60)
     assert job.status == "succeeded" and job.trigger == "webhook"
     c = job.counters
     assert (c["files_seen"], c["files_changed"], c["files_deleted"]) == (1, 1, 1)

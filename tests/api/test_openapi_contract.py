@@ -43,8 +43,8 @@ _settings = fake_settings(_tmp, auth="on", default_collection="kb",
 # routes answer instead of 503 llm_not_configured
 _rl = Ragline(_settings, llm=citing_model()).start()
 _me = _rl.owner()
-_rl.create_collection(_me, "kb", embed={"provider": "fake"})
-KEY = _rl.create_key(_me, "admin", "default")[1]
+_rl.collections.create(_me, "kb", embed={"provider": "fake"})
+KEY = _rl.keys.create(_me, "admin", "default")[1]
 app = create_app(ragline=_rl)
 # Adding connections runs against an app of its own (below): a generated connection points
 # at a made-up server, after which every `?service=` call routed to it answers the
@@ -56,7 +56,7 @@ schema = schemathesis.openapi.from_asgi("/openapi.json", app).exclude(
 
 _conn_tmp = Path(__import__("tempfile").mkdtemp(prefix="ragline-schema-conn-"))
 _conn_rl = Ragline(fake_settings(_conn_tmp, auth="on", allowed_hosts=["testserver"])).start()
-CONN_KEY = _conn_rl.create_key(_conn_rl.owner(), "admin", "default")[1]
+CONN_KEY = _conn_rl.keys.create(_conn_rl.owner(), "admin", "default")[1]
 conn_app = create_app(ragline=_conn_rl)
 connection_schema = schemathesis.openapi.from_asgi("/openapi.json", conn_app).include(
     path_regex="^/api/(connections|providers)")

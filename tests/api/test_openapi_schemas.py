@@ -219,7 +219,7 @@ def scenario(tmp_path: Path, page_url: str
                              allow_private_urls=True, ingest_sync_max_bytes=2000)
     llm = ScriptedChatModel()
     rl = Ragline(settings, llm=llm).start()
-    key = rl.create_key(rl.owner(), "admin", "default")[1]
+    key = rl.keys.create(rl.owner(), "admin", "default")[1]
     app = create_app(ragline=rl)
     with TestClient(app, base_url="http://localhost",
                     headers={"Authorization": f"Bearer {key}"}) as client:
@@ -260,11 +260,11 @@ def test_real_responses_match_their_declared_schemas(
     # ingestion: a directory job, its status, the list, a re-run
     job = call("post", "/ingestion/trigger", 202,
                json={"collection": "kb", "path": str(rec.book)}).json()  # type: ignore[attr-defined]
-    rl.wait_for_job(rl.owner(), job["job_id"], 120)
+    rl.ingestion.wait(rl.owner(), job["job_id"], 120)
     call("get", f"/ingestion/status/{job['job_id']}", 200)
     call("get", "/ingestion/status", 200, params={"limit": 5})
     rerun = call("post", f"/ingestion/jobs/{job['job_id']}/rerun", 202).json()
-    rl.wait_for_job(rl.owner(), rerun["job_id"], 120)
+    rl.ingestion.wait(rl.owner(), rerun["job_id"], 120)
     chunk = next(d for d in call("get", "/collections/kb/documents", 200,
                                  params={"limit": 200}).json()["documents"]
                  if d["metadata"].get("prev_chunk_id") and d["metadata"].get("next_chunk_id"))
@@ -281,7 +281,7 @@ def test_real_responses_match_their_declared_schemas(
     call("post", "/api/rag/ingest/text", 201, json={"text": "Topics carry messages.",
                                                      "title": "Topics"})
     queued = call("post", "/api/rag/ingest/text", 202, json={"text": "word " * 1000}).json()
-    rl.wait_for_job(rl.owner(), queued["job_id"], 120)
+    rl.ingestion.wait(rl.owner(), queued["job_id"], 120)
     call("post", "/api/rag/ingest/upload", 201,
          files={"documentFile": ("notes.md", b"# Notes\n\nNodes talk over topics.")})
     call("post", "/api/rag/ingest/url", 201, json={"url": page_url})

@@ -182,7 +182,7 @@ def test_job_status_has_progress_and_logs_start_progress_end(
         r = fake_client.post("/ingestion/trigger", json={"collection": "book",
                                                          "path": str(book)})
         job_id = r.json()["job_id"]
-        rl.wait_for_job(rl.owner(), job_id, timeout=60)
+        rl.ingestion.wait(rl.owner(), job_id, timeout=60)
     job = fake_client.get(f"/ingestion/status/{job_id}").json()
     assert job["status"] == "succeeded"
     assert job["files_total"] == job["files_done"] == 6

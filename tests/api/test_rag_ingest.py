@@ -81,7 +81,7 @@ def test_large_upload_becomes_a_job(client: TestClient) -> None:
     r = upload(client, "long.txt", data)
     assert r.status_code == 202, r.text
     rl: Ragline = client.app.state.ragline  # type: ignore[attr-defined]
-    job = rl.services.jobs.wait(r.json()["jobId"], timeout=60)
+    job = rl.ingestion.wait(rl.owner(), r.json()["jobId"], timeout=60)
     assert job.status == "succeeded" and job.kind == "upload"
     status = client.get(f"/ingestion/status/{job.id}").json()
     assert status["result"]["sourceId"] == "upload/long.txt"

@@ -197,7 +197,7 @@ def test_wired_into_the_real_app(tmp_path: Path, reranker: CrossEncoderReranker)
         assert "cross_encoder" not in c.get("/health").json()
         resp = c.post("/rerank", json={"query": "q", "documents": DOCS[:3]})
         assert resp.status_code == 503 and resp.json()["detail"] == NOT_LOADED
-        rl.services.reranker = reranker
+        rl.services.reranker.current = reranker
         assert c.get("/health").json()["cross_encoder"] == {
             "model": str(tiny_cross_encoder_dir()),
             "status": "loaded",
@@ -214,9 +214,9 @@ def test_reranker_configured_in_settings_is_loaded_by_library_and_app(tmp_path: 
     settings = Settings(_env_file=None, data_dir=tmp_path / "a", cross_encoder_path=model)
     with Ragline(settings) as rl:
         me = rl.owner()
-        ranked = rl.rerank(me, "q", DOCS[:3])
+        ranked = rl.search.rerank(me, "q", DOCS[:3])
         assert sorted(r["id"] for r in ranked) == ["doc0", "doc1", "doc2"]
-        assert rl.health()["cross_encoder"] == {"model": str(model), "status": "loaded"}
+        assert rl.admin.health()["cross_encoder"] == {"model": str(model), "status": "loaded"}
     generic = Settings(_env_file=None, data_dir=tmp_path / "b", reranker="cross-encoder",
                        reranker_options={"model": str(model), "local_files_only": True})
     with local_client(create_app(generic)) as c:

@@ -46,12 +46,12 @@ def test_library_and_app_load_the_configured_cross_encoder(how: str, tmp_path: P
     values, provider = CONFIGS[how](tmp_path)
     lib = Settings(_env_file=None, data_dir=tmp_path / "lib", **values)  # type: ignore[call-arg]
     with Ragline(lib) as rl:
-        assert rl.services.reranker is not None
-        assert type(rl.services.reranker).name == provider
-        ranked = rl.rerank(rl.owner(), "how do nodes talk", DOCS, top_k=2)
+        assert rl.services.reranker.current is not None
+        assert type(rl.services.reranker.current).name == provider
+        ranked = rl.search.rerank(rl.owner(), "how do nodes talk", DOCS, top_k=2)
         assert len(ranked) == 2 and {r["id"] for r in ranked} <= {"a", "b", "c"}
         library_scores = [(r["id"], round(r["score"], 5)) for r in ranked]
-        assert rl.health()["cross_encoder"]["status"] == "loaded"
+        assert rl.admin.health()["cross_encoder"]["status"] == "loaded"
     app_settings = lib.model_copy(update={"data_dir": tmp_path / "app", "auth": "off"})
     with TestClient(create_app(app_settings), base_url="http://localhost") as client:
         health = client.get("/health").json()

@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient
 
 from ragline.api.app import create_app
 from ragline.errors import InvalidInput
-from ragline.facade import IngestSource, Ragline
+from ragline.facade import IngestSource, Job, Ragline
 from tests.api.helpers import local_client
 from tests.api.test_ingestion_webhook import SECRET, git, post, push_payload
 from tests.ingestion_support import fake_settings
@@ -81,7 +81,8 @@ def app_client(tmp_path: Path, **overrides: Any) -> TestClient:
 
 def via_library(tmp_path: Path, tree: Path) -> tuple[dict[str, tuple[str, int]], dict[str, int]]:
     with Ragline(fake_settings(tmp_path / "lib")) as rl:
-        rl.ingest(rl.owner(), IngestSource("directory", "book", path=str(tree)), wait=True)
+        rl.ingestion.submit(rl.owner(), IngestSource("directory", "book", path=str(tree)),
+                            wait=True)
     with app_client(tmp_path / "lib") as c:  # read back over HTTP like the others
         return sources(c), stored_chunks(c)
 
@@ -90,7 +91,7 @@ def via_trigger(tmp_path: Path, tree: Path) -> tuple[dict[str, tuple[str, int]],
     with app_client(tmp_path / "trigger", ingest_allowed_roots=[tree]) as c:
         r = c.post("/ingestion/trigger", json={"path": str(tree), "collection": "book"})
         assert r.status_code == 202, r.text
-        job = c.app.state.ragline.services.jobs.wait(r.json()["job_id"], 60)  # type: ignore[attr-defined]
+        job = wait_job(c, r.json()["job_id"])
         assert job.status == "succeeded", job.error
         return sources(c), stored_chunks(c)
 
@@ -123,7 +124,7 @@ def via_webhook(tmp_path: Path, tree: Path) -> tuple[dict[str, tuple[str, int]],
                     github_docs_path="docs", default_collection="book") as c:
         r = post(c, push_payload([f"docs/{rel}" for rel in TREE]))
         assert r.status_code == 202, r.text
-        job = c.app.state.ragline.services.jobs.wait(r.json()["job_id"], 60)  # type: ignore[attr-defined]
+        job = wait_job(c, r.json()["job_id"])
         assert job.status == "succeeded", job.error
         return sources(c), stored_chunks(c)
 
@@ -168,7 +169,7 @@ def test_a_large_upload_with_a_path_keeps_its_source_id_as_a_job(tmp_path: Path,
         r = c.post("/api/rag/ingest/upload", params={"path": "a/x/README.md"},
                    files={"documentFile": ("README.md", (tree / "a/x/README.md").read_bytes())})
         assert r.status_code == 202, r.text
-        job = c.app.state.ragline.services.jobs.wait(r.json()["job_id"], 60)  # type: ignore[attr-defined]
+        job = wait_job(c, r.json()["job_id"])
         assert job.result["sourceId"] == "a/x/README"
         assert list(sources(c)) == ["a/x/README"]
 
@@ -177,7 +178,8 @@ def test_two_files_with_one_source_id_are_refused_naming_the_setting(
         tmp_path: Path, tree: Path) -> None:
     (tree / "a" / "README.mdx").write_text("# Alpha again\n\nother text\n")
     with Ragline(fake_settings(tmp_path)) as rl, pytest.raises(InvalidInput) as caught:
-        rl.ingest(rl.owner(), IngestSource("directory", "book", path=str(tree)), wait=True)
+        rl.ingestion.submit(rl.owner(), IngestSource("directory", "book", path=str(tree)),
+                            wait=True)
     assert "RAGLINE_INGEST_PATTERNS" in caught.value.message
     assert "a/README.mdx and a/README.md" in caught.value.message
     with app_client(tmp_path) as c:  # over HTTP: 400 before a job exists
@@ -192,3 +194,8 @@ def test_the_refusal_outside_the_roots_names_the_setting(tmp_path: Path,
         r = c.post("/ingestion/trigger", json={"path": str(tree), "collection": "book"})
         assert r.status_code == 400
         assert "RAGLINE_INGEST_ALLOWED_ROOTS" in r.json()["message"]
+
+
+def wait_job(c: TestClient, job_id: str) -> Job:
+    rl: Ragline = c.app.state.ragline  # type: ignore[attr-defined]
+    return rl.ingestion.wait(rl.owner(), job_id, 60)

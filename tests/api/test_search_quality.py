@@ -312,7 +312,7 @@ def test_hits_come_in_the_order_of_their_score_with_every_option(client: TestCli
     from ragline.providers.rerankers.cross_encoder import CrossEncoderReranker, ModelSource
     from ragline.testing.cross_encoder import tiny_cross_encoder_dir
 
-    rl_of(client).services.reranker = CrossEncoderReranker.from_source(
+    rl_of(client).services.reranker.current = CrossEncoderReranker.from_source(
         ModelSource(str(tiny_cross_encoder_dir()), "--cross-encoder-path"))
     tags = {"cats": ["lidar", "motors"], "motor-2": ["lidar"], "cam-copy": ["lidar"]}
     docs = [{"id": i, "text": t, "metadata": {"source_path": p, "tags": tags.get(i, []),

@@ -46,7 +46,7 @@ def search(client: TestClient, **body: Any) -> dict[str, Any]:
 def test_rerank_reorders_candidates_by_cross_encoder_score(client: TestClient) -> None:
     ce = CrossEncoderReranker.from_source(
         ModelSource(str(tiny_cross_encoder_dir()), "--cross-encoder-path"))
-    client.app.state.ragline.services.reranker = ce  # type: ignore[attr-defined]
+    client.app.state.ragline.services.reranker.current = ce  # type: ignore[attr-defined]
     body = search(client, mode="dense", rerank=True, rerank_candidates=4, limit=3)
     assert body["stages"] == ["dense", "rerank"]
     texts = {i: t for i, t, _, _ in RUNBOOKS}
@@ -90,7 +90,7 @@ def test_reranked_hits_keep_their_relevance_and_explain_the_rerank(client: TestC
     """The one relevance scale (issue 12) does not move when a cross-encoder reorders."""
     ce = CrossEncoderReranker.from_source(
         ModelSource(str(tiny_cross_encoder_dir()), "--cross-encoder-path"))
-    client.app.state.ragline.services.reranker = ce  # type: ignore[attr-defined]
+    client.app.state.ragline.services.reranker.current = ce  # type: ignore[attr-defined]
     plain = {r["id"]: r for r in search(client, mode="dense")["results"]}
     body = search(client, mode="dense", rerank=True, rerank_candidates=4, explain=True)
     assert body["stages"] == ["dense", "rerank"]

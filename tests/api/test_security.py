@@ -57,10 +57,10 @@ def world(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> Iterator[World]:
     with TestClient(create_app(settings), base_url="http://localhost") as c:
         rl: Ragline = c.app.state.ragline  # type: ignore[attr-defined]
         me = rl.owner()
-        keys = {"admin": rl.create_key(me, "admin", "default", "ops")[1],
-                "alice": rl.create_key(me, "user", "alice")[1],
-                "bob": rl.create_key(me, "user", "bob")[1],
-                "robo": rl.create_key(me, "user", "robolearn")[1]}
+        keys = {"admin": rl.keys.create(me, "admin", "default", "ops")[1],
+                "alice": rl.keys.create(me, "user", "alice")[1],
+                "bob": rl.keys.create(me, "user", "bob")[1],
+                "robo": rl.keys.create(me, "user", "robolearn")[1]}
         w = World(c, keys)
         assert w.post("admin", "/collections", {"name": "kb", "embed": {"provider": "fake"}}
                       ).status_code == 201
@@ -240,7 +240,7 @@ def test_keys_are_shown_once_and_never_listed(world: World) -> None:
     r = world.c.get("/collections", headers={"X-API-Key": created["key"]})
     assert r.status_code == 200  # the X-API-Key header works too
     rl: Ragline = world.c.app.state.ragline  # type: ignore[attr-defined]
-    caller = rl.authenticate(created["key"])
+    caller = rl.keys.authenticate(created["key"])
     assert created["key"] not in repr(caller) and caller.tenant == "dave"
 
 

@@ -68,9 +68,9 @@ def local(remote: Remote, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
                    "options": {"base_url": remote.url, "api_key": remote.key}}})
     rl = Ragline(settings).start()
     me = rl.owner()
-    admin = rl.create_key(me, "admin", "default")[1]
-    alice = rl.create_key(me, "user", "alice")[1]
-    bob = rl.create_key(me, "user", "bob")[1]
+    admin = rl.keys.create(me, "admin", "default")[1]
+    alice = rl.keys.create(me, "user", "alice")[1]
+    bob = rl.keys.create(me, "user", "bob")[1]
     with TestClient(create_app(ragline=rl), base_url="http://localhost") as client:
         yield client, {"admin": admin, "alice": alice, "bob": bob}
     rl.close()
@@ -318,7 +318,7 @@ def test_connections_from_the_config_file(tmp_path: Path, remote: Remote) -> Non
     settings = load_settings(toml)
     assert settings.connections["staging"]["options"]["base_url"] == remote.url
     with Ragline(settings) as rl:
-        assert [c["id"] for c in rl.list_connections(rl.owner())] == ["local", "staging"]
+        assert [c["id"] for c in rl.connections.all(rl.owner())] == ["local", "staging"]
     toml.write_text(f'data_dir = "{tmp_path / "data"}"\n[connections.staging]\n'
                     f'provider = "ragline-remote"\n[connections.staging.options]\n'
                     f'base_url = "{remote.url}"\ntimeout = -5\n')

@@ -96,9 +96,9 @@ def world(kind: str, request: pytest.FixtureRequest,
         "second": connection(kind, request, tmp)})
     rl, client = start(settings)
     me = rl.owner()
-    keys = {"admin": rl.create_key(me, "admin", "default")[1],
-            "alice": rl.create_key(me, "user", "alice")[1],
-            "bob": rl.create_key(me, "user", "bob")[1]}
+    keys = {"admin": rl.keys.create(me, "admin", "default")[1],
+            "alice": rl.keys.create(me, "user", "alice")[1],
+            "bob": rl.keys.create(me, "user", "bob")[1]}
     try:
         yield World(client, rl, keys, kind)
     finally:

@@ -262,10 +262,10 @@ def test_the_webhook_publishes_to_the_tenant_it_is_configured_for(tmp_path: Path
                              github_tenant="*", default_collection="book")
     with TestClient(create_app(settings), base_url="http://localhost") as c:
         rl: Ragline = c.app.state.ragline  # type: ignore[attr-defined]
-        alice = rl.create_key(rl.owner(), "user", "alice")[1]
+        alice = rl.keys.create(rl.owner(), "user", "alice")[1]
         r = post(c, push_payload([f"docs/{SENSING}"]))
         assert r.status_code == 202, r.text
-        job = rl.services.jobs.wait(r.json()["job_id"], timeout=60)
+        job = rl.ingestion.wait(rl.owner(), r.json()["job_id"], timeout=60)
         assert job.status == "succeeded" and job.tenant == "*"
         docs = c.get("/collections/book/documents",
                      headers={"Authorization": f"Bearer {alice}"}).json()["documents"]

@@ -49,9 +49,9 @@ def world(tmp_path: Path) -> Iterator[World]:
     with TestClient(create_app(settings), base_url="http://localhost") as c:
         rl: Ragline = c.app.state.ragline  # type: ignore[attr-defined]
         me = rl.owner()
-        keys = {"admin": rl.create_key(me, "admin", "default", "ops")[1],
-                "alice": rl.create_key(me, "user", "alice")[1],
-                "bob": rl.create_key(me, "user", "bob")[1]}
+        keys = {"admin": rl.keys.create(me, "admin", "default", "ops")[1],
+                "alice": rl.keys.create(me, "user", "alice")[1],
+                "bob": rl.keys.create(me, "user", "bob")[1]}
         w = World(c, keys)
         r = c.post("/collections", json={"name": "kb", "embed": {"provider": "fake"}},
                    headers=w.h("admin"))

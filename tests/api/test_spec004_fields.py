@@ -18,7 +18,15 @@ from fastapi.testclient import TestClient
 from ragline.api.app import create_app
 from ragline.facade import Ragline
 from tests.api.helpers import local_client
-from tests.ingestion_support import SENSING, by_parent, copy_book, fake_settings, sid, stored
+from tests.ingestion_support import (
+    SENSING,
+    by_parent,
+    copy_book,
+    fake_settings,
+    ingest_tree,
+    sid,
+    stored,
+)
 
 MOTION = """---
 title: Moving a robot
@@ -41,8 +49,8 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
     (extra / "01-moving.md").write_text(MOTION)
     with local_client(create_app(fake_settings(tmp_path))) as c:
         rl = rl_of(c)
-        rl.services.ingest.run_directory("book", "default", book)
-        rl.services.ingest.run_directory("notes", "default", tmp_path / "extra")
+        ingest_tree(rl, "book", "default", book)
+        ingest_tree(rl, "notes", "default", tmp_path / "extra")
         yield c
 
 
@@ -111,7 +119,7 @@ def test_context_finds_the_chunks_collection(client: TestClient) -> None:
 def test_context_in_several_collections_is_400_naming_the_parameter(
         client: TestClient, tmp_path: Path) -> None:
     rl = rl_of(client)
-    rl.services.ingest.run_directory("copy", "default", tmp_path / "extra")
+    ingest_tree(rl, "copy", "default", tmp_path / "extra")
     (chunk,) = [r for r in stored(rl, "notes") if r.metadata["chunk_index"] == 0]
     r = client.get(f"/context/{chunk.id}")
     assert r.status_code == 400

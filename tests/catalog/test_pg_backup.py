@@ -46,22 +46,22 @@ def test_backup_and_restore_into_an_empty_database(tmp_path: Path, dsn: str) -> 
     me = src.owner()
     book = copy_book(tmp_path)
     try:
-        job = src.ingest(me, IngestSource("directory", path=str(book)), wait=True).job
+        job = src.ingestion.submit(me, IngestSource("directory", path=str(book)), wait=True).job
         assert job is not None and job.status == "succeeded"
-        src.create_collection(me, "notes", {"team": "x"})
+        src.collections.create(me, "notes", {"team": "x"})
         acme = Principal("acme")
-        src.add_documents(acme, "notes", [DocumentInput("acme's only note", {"n": 1},
+        src.documents.add(acme, "notes", [DocumentInput("acme's only note", {"n": 1},
                                                         [0.5] * 8, "n1")])
-        _, key = src.create_key(me, "user", "acme", "k")
+        _, key = src.keys.create(me, "user", "acme", "k")
         conv = src.services.answers.conversations.create("acme", "notes")
         src.services.answers.conversations.append("acme", conv.id, [Message("user", "hi")],
                                                   topic="t")
         src.services.tables.connections.add("staging", "stores", "qdrant",
                                             {"url": "http://q:6333"}, {"api_key": "s3"})
-        before = src.search_sync(me, SearchRequest(collection="book", query="soft grippers",
+        before = src.search.query_sync(me, SearchRequest(collection="book", query="soft grippers",
                                                    limit=3)).hits
         # every row, connection secrets included (they are left out unless asked for)
-        manifest = src.backup(me, tmp_path / "bk", include_secrets=True)
+        manifest = src.admin.backup(me, tmp_path / "bk", include_secrets=True)
     finally:
         src.close()
     assert manifest["catalog_schema_version"] == SCHEMA_VERSION
@@ -72,29 +72,29 @@ def test_backup_and_restore_into_an_empty_database(tmp_path: Path, dsn: str) -> 
 
     dst = fresh(tmp_path, dsn)
     try:
-        got = dst.restore_catalog(dst.owner(), tmp_path / "bk")
+        got = dst.admin.restore_catalog(dst.owner(), tmp_path / "bk")
         assert got["restored"]["rows"]["api_keys"] == 1
         assert got["restored"]["rows"]["ingest_sources"] == 6
         me = dst.owner()
-        assert [c.name for c in dst.list_collections(me)] == ["book", "notes"]
-        assert dst.get_collection(me, "notes").metadata == {"team": "x"}
-        after = dst.search_sync(me, SearchRequest(collection="book", query="soft grippers",
+        assert [c.name for c in dst.collections.all(me)] == ["book", "notes"]
+        assert dst.collections.get(me, "notes").metadata == {"team": "x"}
+        after = dst.search.query_sync(me, SearchRequest(collection="book", query="soft grippers",
                                                   limit=3)).hits
         assert [h.id for h in after] == [h.id for h in before]  # same vectors, same ranking
-        assert [d.id for d in dst.list_documents(Principal("acme"), "notes").records] == ["n1"]
+        assert [d.id for d in dst.documents.page(Principal("acme"), "notes").records] == ["n1"]
         verified = dst.services.auth.keys.verify(key)  # the same key still works
         assert verified is not None and verified.tenant == "acme"
         restored = dst.services.answers.conversations.get("acme", conv.id)
         assert (restored.topic, [m.content for m in restored.messages]) == ("t", ["hi"])
         conn = dst.services.tables.connections.get("staging")
         assert conn is not None and conn.secrets == {"api_key": "s3"}
-        assert [j.id for j in dst.jobs(me, limit=5)] == [job.id]  # job history too
+        assert [j.id for j in dst.ingestion.jobs(me, limit=5)] == [job.id]  # job history too
         # the ingestion state moved to the new shard: the same directory is unchanged
-        again = dst.ingest(me, IngestSource("directory", path=str(book)), wait=True).job
+        again = dst.ingestion.submit(me, IngestSource("directory", path=str(book)), wait=True).job
         assert again is not None and again.counters["files_skipped"] == 6
         assert again.counters["files_changed"] == 0
         with pytest.raises(Conflict, match="not empty"):  # never over existing data
-            dst.restore_catalog(me, tmp_path / "bk")
+            dst.admin.restore_catalog(me, tmp_path / "bk")
     finally:
         dst.close()
 
@@ -103,17 +103,17 @@ def test_a_backup_from_a_newer_schema_or_of_another_kind_is_refused(tmp_path: Pa
                                                                     dsn: str) -> None:
     rl = fresh(tmp_path, dsn)
     try:
-        manifest = rl.backup(rl.owner(), tmp_path / "bk")
+        manifest = rl.admin.backup(rl.owner(), tmp_path / "bk")
         with pytest.raises(InvalidInput, match="not empty"):
-            rl.backup(rl.owner(), tmp_path / "bk")
+            rl.admin.backup(rl.owner(), tmp_path / "bk")
         bumped = {**manifest, "catalog_schema_version": SCHEMA_VERSION + 1}
         (tmp_path / "bk" / "backup.json").write_text(json.dumps(bumped))
         with pytest.raises(DataFormatError, match=f"version {SCHEMA_VERSION + 1}"):
-            rl.restore_catalog(rl.owner(), tmp_path / "bk")
+            rl.admin.restore_catalog(rl.owner(), tmp_path / "bk")
         (tmp_path / "other").mkdir()
         (tmp_path / "other" / "backup.json").write_text(json.dumps({"shards": []}))
         with pytest.raises(InvalidInput, match="shared catalog"):
-            rl.restore_catalog(rl.owner(), tmp_path / "other")
+            rl.admin.restore_catalog(rl.owner(), tmp_path / "other")
     finally:
         rl.close()
 
@@ -126,7 +126,7 @@ def test_the_cli_backs_up_and_restores_the_postgres_setup(tmp_path: Path, dsn: s
     from ragline.cli.main import app
 
     src = fresh(tmp_path, dsn)
-    src.create_collection(src.owner(), "notes", {"a": 1})
+    src.collections.create(src.owner(), "notes", {"a": 1})
     schema = src.settings.catalog_options.db_schema
     src.close()
     runner = CliRunner()
@@ -155,6 +155,6 @@ def test_the_cli_backs_up_and_restores_the_postgres_setup(tmp_path: Path, dsn: s
     assert again.exit_code == 2 and "not empty" in again.output  # refused
     check = Ragline(pg_settings(tmp_path, dsn, target)).start()
     try:
-        assert check.get_collection(check.owner(), "notes").metadata == {"a": 1}
+        assert check.collections.get(check.owner(), "notes").metadata == {"a": 1}
     finally:
         check.close()

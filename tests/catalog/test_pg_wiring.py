@@ -54,22 +54,22 @@ def test_processes_share_collections_keys_and_conversations(pair: tuple[Ragline,
     me = a.owner()
     from ragline.catalog.schema_version import SCHEMA_VERSION
 
-    assert a.info(me)["catalog"] == {"backend": "postgres", "schema_version": SCHEMA_VERSION}
-    a.create_collection(me, "shared", {"team": "x"})
-    assert b.get_collection(me, "shared").metadata == {"team": "x"}
-    b.update_collection_metadata(me, "shared", {"team": "y"}, merge=True)
-    assert a.get_collection(me, "shared").metadata == {"team": "y"}  # no stale cache
-    record, key = a.create_key(me, "user", "acme", "k")
+    assert a.admin.info(me)["catalog"] == {"backend": "postgres", "schema_version": SCHEMA_VERSION}
+    a.collections.create(me, "shared", {"team": "x"})
+    assert b.collections.get(me, "shared").metadata == {"team": "x"}
+    b.collections.update_metadata(me, "shared", {"team": "y"}, merge=True)
+    assert a.collections.get(me, "shared").metadata == {"team": "y"}  # no stale cache
+    record, key = a.keys.create(me, "user", "acme", "k")
     verified = b.services.auth.keys.verify(key)
     assert verified is not None and verified.tenant == "acme"
-    assert [k.id for k in b.list_keys(me)] == [record.id]
+    assert [k.id for k in b.keys.all(me)] == [record.id]
     conv = a.services.answers.conversations.create("acme", "shared")
     b.services.answers.conversations.append("acme", conv.id, [Message("user", "hi")],
                                             topic="t")
     got = a.services.answers.conversations.get("acme", conv.id)
     assert (got.topic, [m.content for m in got.messages]) == ("t", ["hi"])
-    assert b.delete_collection(me, "shared") == "shared"
-    assert [c.name for c in a.list_collections(me)] == []
+    assert b.collections.delete(me, "shared") == "shared"
+    assert [c.name for c in a.collections.all(me)] == []
 
 
 def test_a_job_submitted_to_one_process_is_run_by_a_worker_in_another(
@@ -77,72 +77,72 @@ def test_a_job_submitted_to_one_process_is_run_by_a_worker_in_another(
     api, worker = pair
     me = api.owner()
     book = copy_book(tmp_path)
-    job = api.ingest(me, IngestSource("directory", path=str(book))).job
+    job = api.ingestion.submit(me, IngestSource("directory", path=str(book))).job
     assert job is not None and job.status == "queued"  # the API process runs no job
-    assert api.job(me, job.id).status == "queued"
+    assert api.ingestion.job(me, job.id).status == "queued"
     # an upload large enough to be a job: its bytes wait in PostgreSQL, not on disk
     text = "# Grippers\n\n" + "Soft grippers hold fragile fruit without bruising. " * 400
-    upload = api.ingest(me, IngestSource("upload", collection="book", data=text.encode(),
+    upload = api.ingestion.submit(me, IngestSource("upload", collection="book", data=text.encode(),
                                          filename="grippers.md")).job
     assert upload is not None and upload.status == "queued"
-    assert worker.work(worker.owner(), exit_when_idle=True) == 2
-    done = api.wait_for_job(me, job.id, timeout=10)
+    assert worker.ingestion.work(worker.owner(), exit_when_idle=True) == 2
+    done = api.ingestion.wait(me, job.id, timeout=10)
     assert done.status == "succeeded", done.error
     assert done.counters["files_changed"] == 6 and done.extra["attempts"] == 1
-    up = api.wait_for_job(me, upload.id, timeout=10)
+    up = api.ingestion.wait(me, upload.id, timeout=10)
     assert up.status == "succeeded" and up.result is not None
     assert up.result["chunksCreated"] > 1
-    assert [j.id for j in api.jobs(me, limit=5)] == [upload.id, job.id]
-    hits = api.search_sync(me, SearchRequest(collection="book", query="soft grippers fruit",
+    assert [j.id for j in api.ingestion.jobs(me, limit=5)] == [upload.id, job.id]
+    hits = api.search.query_sync(me, SearchRequest(collection="book", query="soft grippers fruit",
                                              limit=3)).hits
     assert hits and "grippers" in str(hits[0].text).lower()
     # incremental state is shared too: the same directory again changes nothing
-    again = api.ingest(me, IngestSource("directory", path=str(book))).job
+    again = api.ingestion.submit(me, IngestSource("directory", path=str(book))).job
     assert again is not None
-    worker.work(worker.owner(), exit_when_idle=True)
-    rerun = api.wait_for_job(me, again.id, timeout=10)
+    worker.ingestion.work(worker.owner(), exit_when_idle=True)
+    rerun = api.ingestion.wait(me, again.id, timeout=10)
     assert rerun.counters["files_changed"] == 0 and rerun.counters["files_skipped"] == 6
 
 
 def test_the_cli_path_runs_its_job_in_process_under_a_lease(pair: tuple[Ragline, Ragline],
                                                            tmp_path: Path) -> None:
     a, b = pair
-    job = a.ingest(a.owner(), IngestSource("directory", path=str(copy_book(tmp_path))),
+    job = a.ingestion.submit(a.owner(), IngestSource("directory", path=str(copy_book(tmp_path))),
                    wait=True).job
     assert job is not None and job.status == "succeeded"
     assert job.extra["worker"] == a.services.jobs.worker  # type: ignore[attr-defined]
-    assert b.work(b.owner(), exit_when_idle=True) == 0  # nothing left for workers
+    assert b.ingestion.work(b.owner(), exit_when_idle=True) == 0  # nothing left for workers
 
 
 def test_a_stopping_worker_gives_its_job_back(pair: tuple[Ragline, Ragline],
                                               tmp_path: Path) -> None:
     api, worker = pair
     me = api.owner()
-    job = api.ingest(me, IngestSource("directory", path=str(copy_book(tmp_path)))).job
+    job = api.ingestion.submit(me, IngestSource("directory", path=str(copy_book(tmp_path)))).job
     assert job is not None
-    worker.stop_work()  # asked to stop before its first checkpoint
+    worker.ingestion.stop_work()  # asked to stop before its first checkpoint
     worker.services.jobs._stop.clear()  # type: ignore[attr-defined]
     claimed = threading.Event()
     real_run = worker.services.jobs.run
 
     def run_then_stop(job_id: str, progress: Any = None) -> Any:
         claimed.set()
-        worker.stop_work()
+        worker.ingestion.stop_work()
         return real_run(job_id, progress)
 
     worker.services.jobs.run = run_then_stop  # type: ignore[method-assign]
-    assert worker.work(worker.owner()) == 1 and claimed.is_set()
-    back = api.job(me, job.id)
+    assert worker.ingestion.work(worker.owner()) == 1 and claimed.is_set()
+    back = api.ingestion.job(me, job.id)
     assert (back.status, back.extra["attempts"], back.extra["worker"]) == ("queued", 0, None)
     worker.services.jobs._stop.clear()  # type: ignore[attr-defined]
     worker.services.jobs.run = real_run  # type: ignore[method-assign]
-    worker.work(worker.owner(), exit_when_idle=True)
-    assert api.wait_for_job(me, job.id, timeout=10).status == "succeeded"
+    worker.ingestion.work(worker.owner(), exit_when_idle=True)
+    assert api.ingestion.wait(me, job.id, timeout=10).status == "succeeded"
 
 
 def test_worker_needs_the_shared_queue_and_a_shared_store(tmp_path: Path, dsn: str) -> None:
     with Ragline(fake_settings(tmp_path)) as rl, pytest.raises(InvalidInput, match="postgres"):
-        rl.work(rl.owner(), exit_when_idle=True)
+        rl.ingestion.work(rl.owner(), exit_when_idle=True)
     embedded = fake_settings(tmp_path / "e", catalog="postgres",
                              catalog_options={"dsn": dsn, "db_schema": "e_only"})
     with pytest.raises(ConfigError, match="not"):
@@ -153,7 +153,7 @@ def test_backup_archives_point_to_ragline_backup(pair: tuple[Ragline, Ragline],
                                                  tmp_path: Path) -> None:
     a, _ = pair  # POST /admin/backup packs a data directory; there is none here
     with pytest.raises(InvalidInput, match="ragline backup DEST"):
-        a.backup_archive(a.owner(), tmp_path / "bk")
+        a.admin.backup_archive(a.owner(), tmp_path / "bk")
 
 
 def test_a_database_at_the_previous_version_gets_v3_and_keeps_its_jobs(dsn: str) -> None:
@@ -196,10 +196,10 @@ def test_a_lost_catalog_is_a_503_not_a_crash(tmp_path: Path, dsn: str) -> None:
 
     rl = Ragline(pg_settings(tmp_path, dsn, f"l_{uuid.uuid4().hex[:8]}")).start()
     try:
-        rl.create_collection(rl.owner(), "c")
+        rl.collections.create(rl.owner(), "c")
         rl.services.tables.collections.pool.close()  # type: ignore[attr-defined]
         with pytest.raises(CatalogUnavailable) as err:
-            rl.get_collection(rl.owner(), "c")
+            rl.collections.get(rl.owner(), "c")
         assert err.value.status == 503 and "PoolClosed" in err.value.message
     finally:
         rl.close()
@@ -210,22 +210,22 @@ def test_sources_and_verify_on_the_shared_catalog(pair: tuple[Ragline, Ragline],
     """main's sources API and `ragline verify` read and write the PostgreSQL state."""
     api, worker = pair
     me = api.owner()
-    job = api.ingest(me, IngestSource("directory", path=str(copy_book(tmp_path)))).job
+    job = api.ingestion.submit(me, IngestSource("directory", path=str(copy_book(tmp_path)))).job
     assert job is not None
-    worker.work(worker.owner(), exit_when_idle=True)
-    assert api.wait_for_job(me, job.id, timeout=10).status == "succeeded"
-    sources, total = api.list_sources(me, "book")
+    worker.ingestion.work(worker.owner(), exit_when_idle=True)
+    assert api.ingestion.wait(me, job.id, timeout=10).status == "succeeded"
+    sources, total = api.documents.sources(me, "book")
     assert total == 6 and all(s.state == "ingested" and s.chunk_count > 0 for s in sources)
     gone = sources[0]
-    assert worker.delete_source(me, "book", gone.source_id) == gone.chunk_count
-    assert api.list_sources(me, "book")[1] == 5
-    report = api.verify(me)
+    assert worker.documents.delete_source(me, "book", gone.source_id) == gone.chunk_count
+    assert api.documents.sources(me, "book")[1] == 5
+    report = api.admin.verify(me)
     assert report.sources == 5 and report.problems == []
     # the next run writes the deleted source again (its state is gone, not "unchanged")
-    again = api.ingest(me, IngestSource("directory", path=str(tmp_path / "book"))).job
+    again = api.ingestion.submit(me, IngestSource("directory", path=str(tmp_path / "book"))).job
     assert again is not None
-    worker.work(worker.owner(), exit_when_idle=True)
-    rerun = api.wait_for_job(me, again.id, timeout=10)
+    worker.ingestion.work(worker.owner(), exit_when_idle=True)
+    rerun = api.ingestion.wait(me, again.id, timeout=10)
     assert (rerun.counters["files_changed"], rerun.counters["files_skipped"]) == (1, 5)
 
 

@@ -33,7 +33,7 @@ import pytest
 
 from ragline.facade import Ragline
 from ragline.settings import Settings
-from tests.ingestion_support import BOOK, CHUNK_TOKENS
+from tests.ingestion_support import BOOK, CHUNK_TOKENS, ingest_tree
 from tests.live_server import LiveServer
 
 pytestmark = pytest.mark.slow
@@ -142,7 +142,7 @@ def _ingest_and_snapshot(data: Path, book: Path | None,
     rl = Ragline(_settings(data)).start()
     try:
         if book is not None:
-            rl.services.ingest.run_directory("book", rl.tenant, book, mode)
+            ingest_tree(rl, "book", rl.tenant, book, mode)
         page = rl.services.documents.list_page("book", rl.tenant, None, 100_000, 0)
         volatile = {"created_at", "updated_at"}
         return {rec.id: (rec.text, {k: v for k, v in rec.metadata.items() if k not in volatile})

@@ -27,7 +27,7 @@ import pytest
 
 from ragline.facade import Ragline
 from tests.chaos.test_sigkill import ROOT, _env, _settings, rng
-from tests.ingestion_support import BOOK, CHUNK_TOKENS
+from tests.ingestion_support import BOOK, CHUNK_TOKENS, ingest_tree
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +37,7 @@ CHILD = """
 import random, sys
 import tests.ingestion_support
 from ragline.core.principal import Principal, Role
-from ragline.facade import Ragline
+from ragline.facade import IngestSource, Ragline
 from ragline.settings import Settings
 
 book, data, seed = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -45,22 +45,22 @@ r = random.Random(seed)
 rl = Ragline(Settings(data_dir=data, default_embedder="fake", ingest_chunk_tokens=CHUNK_TOKENS,
                       ingest_batch_size=8, _env_file=None)).start()
 me, user = rl.owner(), Principal(rl.tenant, Role.USER)
-rl.services.ingest.run_directory("book", rl.tenant, book)
+rl.ingestion.submit(me, IngestSource("directory", "book", path=book), wait=True)
 print("ready", flush=True)
 while True:
-    sources, _ = rl.list_sources(me, "book", 1000, 0)
+    sources, _ = rl.documents.sources(me, "book", 1000, 0)
     op = r.random()
     if sources and op < 0.4:
-        s = rl.get_source(me, "book", r.choice(sources).source_id)
-        rl.delete_documents(me, "book", ids=s.chunk_ids[r.randrange(2)::2])
+        s = rl.documents.source(me, "book", r.choice(sources).source_id)
+        rl.documents.delete(me, "book", ids=s.chunk_ids[r.randrange(2)::2])
     elif op < 0.6:
-        rl.delete_documents(me, "book", where={"source_type": r.choice(["md", "mdx"])})
+        rl.documents.delete(me, "book", where={"source_type": r.choice(["md", "mdx"])})
     elif sources and op < 0.8:
-        rl.delete_source(me, "book", r.choice(sources).source_id)
+        rl.documents.delete_source(me, "book", r.choice(sources).source_id)
     elif op < 0.82:
-        rl.empty_collection(user, "book")
+        rl.collections.empty(user, "book")
     if r.random() < 0.5:
-        rl.services.ingest.run_directory("book", rl.tenant, book)
+        ingest_tree(rl, "book", rl.tenant, book)
     print("op", flush=True)
 """.replace("CHUNK_TOKENS", str(CHUNK_TOKENS))
 
@@ -72,10 +72,10 @@ def snapshot(rl: Ragline) -> dict[str, str]:
 
 def clean_rows_missing_chunks(rl: Ragline) -> list[str]:
     me = rl.owner()
-    sources, _ = rl.list_sources(me, "book", 100_000, 0)
+    sources, _ = rl.documents.sources(me, "book", 100_000, 0)
     broken = []
     for s in sources:
-        d = rl.get_source(me, "book", s.source_id)
+        d = rl.documents.source(me, "book", s.source_id)
         if d.state == "ingested" and d.chunks_in_store != len(d.chunk_ids):
             broken.append(f"{s.source_id}: {d.chunks_in_store} of {len(d.chunk_ids)}")
     return broken
@@ -89,7 +89,7 @@ def test_sigkill_during_deletes_never_leaves_a_clean_row_without_chunks(
         shutil.copytree(BOOK, book / f"part-{i}")
     clean = Ragline(_settings(tmp_path / "clean")).start()
     try:
-        clean.services.ingest.run_directory("book", clean.tenant, book)
+        ingest_tree(clean, "book", clean.tenant, book)
         expected = snapshot(clean)
     finally:
         clean.close()
@@ -116,10 +116,10 @@ def test_sigkill_during_deletes_never_leaves_a_clean_row_without_chunks(
         try:
             broken = clean_rows_missing_chunks(rl)
             assert broken == [], (trial, broken)
-            rl.verify(rl.owner(), repair=True)
-            after = rl.verify(rl.owner())
+            rl.admin.verify(rl.owner(), repair=True)
+            after = rl.admin.verify(rl.owner())
             assert after.ok and after.problems == [], (trial, after.as_dict())
-            rl.services.ingest.run_directory("book", rl.tenant, book)
+            ingest_tree(rl, "book", rl.tenant, book)
             assert snapshot(rl) == expected, trial
         finally:
             rl.close()

@@ -58,11 +58,11 @@ def test_ingest_as_tenant_star_publishes_the_book_to_every_reader(tmp_path: Path
     assert out.exit_code == 0, out.output
     with Ragline(Settings(_env_file=None, data_dir=data)) as rl:  # type: ignore[call-arg]
         for user in (Principal("alice"), Principal("bob")):
-            assert rl.list_sources(user, "book")[1] == 6
-            assert all(s.shared for s in rl.list_sources(user, "book")[0])
-            hits = rl.search_sync(user, SearchRequest(collection="book", query="lidar",
+            assert rl.documents.sources(user, "book")[1] == 6
+            assert all(s.shared for s in rl.documents.sources(user, "book")[0])
+            hits = rl.search.query_sync(user, SearchRequest(collection="book", query="lidar",
                                                       mode="sparse", limit=3)).hits
             assert hits and "idar" in hits[0].text
-        assert rl.list_sources(rl.owner(), "book")[1] == 6  # the owner reads it too
-        assert rl.list_documents(Principal("default"), "book").total == \
-            rl.list_documents(Principal("*"), "book").total
+        assert rl.documents.sources(rl.owner(), "book")[1] == 6  # the owner reads it too
+        assert rl.documents.page(Principal("default"), "book").total == \
+            rl.documents.page(Principal("*"), "book").total

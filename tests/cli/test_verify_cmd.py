@@ -22,6 +22,7 @@ from tests.ingestion_support import (
     clean_snapshot,
     copy_book,
     fake_settings,
+    ingest_tree,
     sid,
     snapshot,
     stored,
@@ -50,7 +51,7 @@ def damage(tmp_path: Path) -> tuple[Path, Path, dict[str, Any]]:
     rl = Ragline(fake_settings(tmp_path)).start()
     facts: dict[str, Any] = {}
     try:
-        rl.services.ingest.run_directory("book", T, book)
+        ingest_tree(rl, "book", T, book)
         info = rl.services.collections.get("book")
         parents = by_parent(stored(rl))
         # 1. chunks lost from the store while the state still lists them
@@ -65,7 +66,7 @@ def damage(tmp_path: Path) -> tuple[Path, Path, dict[str, Any]]:
         # the plain documents API is never touched by verify
         from ragline.facade import DocumentInput
 
-        rl.add_documents(rl.owner(), "book", [DocumentInput("hand-written", {"k": 1},
+        rl.documents.add(rl.owner(), "book", [DocumentInput("hand-written", {"k": 1},
                                                             id="plain")])
         shard = info.shard
     finally:
@@ -103,15 +104,15 @@ def test_verify_reports_and_repairs_a_damaged_data_dir(tmp_path: Path) -> None:
     assert again.exit_code == 0 and json.loads(again.output)["findings"] == []
     rl = Ragline(fake_settings(tmp_path)).start()
     try:
-        s = rl.get_source(rl.owner(), "book", sid(SENSING))
+        s = rl.documents.source(rl.owner(), "book", sid(SENSING))
         assert s.state == "modified" and s.chunk_ids == facts["sensing_ids"][2:]
-        sources = {x.source_id for x in rl.list_sources(rl.owner(), "book")[0]}
+        sources = {x.source_id for x in rl.documents.sources(rl.owner(), "book")[0]}
         assert sid(CODE) not in sources and sid(MDX) not in sources
-        assert rl.get_document(rl.owner(), "book", "plain").text == "hand-written"
+        assert rl.documents.get(rl.owner(), "book", "plain").text == "hand-written"
         # the next run restores exactly what a clean ingestion writes
-        stats = rl.services.ingest.run_directory("book", T, book)
+        stats = ingest_tree(rl, "book", T, book)
         assert stats.files_changed == 4 and stats.files_skipped == 2
-        rl.delete_documents(rl.owner(), "book", ids=["plain"])
+        rl.documents.delete(rl.owner(), "book", ids=["plain"])
         got = snapshot(rl)
     finally:
         rl.close()

@@ -72,11 +72,11 @@ def answers_url(tmp_path: Path) -> Iterator[tuple[str, ScriptedChatModel]]:
     rl = Ragline(fake_settings(tmp_path, default_collection="kb",
                                rag_relevance_threshold=0.0), llm=llm).start()
     owner = rl.owner()
-    rl.create_collection(owner, "kb", embed={"provider": "fake"})
-    rl.add_documents(owner, "kb", [DocumentInput("How do robots sense? With lidar.",
+    rl.collections.create(owner, "kb", embed={"provider": "fake"})
+    rl.documents.add(owner, "kb", [DocumentInput("How do robots sense? With lidar.",
                                                  {"title": "Sensing"}, None, "l1")])
-    rl.create_collection(owner, "rb", embed={"provider": "fake"})
-    rl.add_documents(owner, "rb", [DocumentInput("High CPU usage: check top", {
+    rl.collections.create(owner, "rb", embed={"provider": "fake"})
+    rl.documents.add(owner, "rb", [DocumentInput("High CPU usage: check top", {
         "tags": ["cpu"], "source_path": "runbooks/cpu.md"}, None, "cpu")])
     try:
         with serve_in_thread(create_app(ragline=rl)) as url:

@@ -31,8 +31,8 @@ def chat_url(tmp_path: Path) -> Iterator[str]:
     llm = ScriptedChatModel(replies=['{"tool_name": "none"}'],
                             default="Robots sense with lidar.")
     rl = Ragline(settings, llm=llm).start()
-    rl.create_collection(rl.owner(), "book", embed={"provider": "fake"})
-    rl.add_documents(rl.owner(), "book", [DocumentInput(
+    rl.collections.create(rl.owner(), "book", embed={"provider": "fake"})
+    rl.documents.add(rl.owner(), "book", [DocumentInput(
         "How do robots sense? With lidar, cameras and touch sensors.",
         {"title": "Lesson 1.1: How Robots Sense"}, None, "l1")])
     with serve_in_thread(create_app(ragline=rl)) as url:

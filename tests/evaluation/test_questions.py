@@ -21,7 +21,7 @@ from ragline.evaluation.questions import (
     score,
 )
 from ragline.facade import Ragline
-from tests.ingestion_support import BOOK, fake_settings
+from tests.ingestion_support import BOOK, fake_settings, ingest_tree
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "book-questions.yaml"
 
@@ -111,7 +111,7 @@ def data_dir(tmp_path: Path) -> Path:
     settings = fake_settings(tmp_path)
     rl = Ragline(settings).start()
     try:
-        rl.services.ingest.run_directory("book", rl.owner().tenant, BOOK)
+        ingest_tree(rl, "book", rl.owner().tenant, BOOK)
     finally:
         rl.close()
     return settings.data_dir

@@ -40,7 +40,7 @@ def test_a_backup_holds_connection_secrets_only_when_asked(tmp_path: Path,
                                                            include: bool) -> None:
     with Ragline(fake_settings(tmp_path)) as rl:
         with_connection(rl)
-        manifest = rl.backup(rl.owner(), tmp_path / "b", include_secrets=include)
+        manifest = rl.admin.backup(rl.owner(), tmp_path / "b", include_secrets=include)
         assert rl.services.connections.table.get("remote").secrets == {"api_key": SECRET}
     assert manifest["connection_secrets"] == ("included" if include else "omitted")
     assert (SECRET.encode() in every_byte(tmp_path / "b")) is include  # free pages too

@@ -36,10 +36,10 @@ def test_full_job_queue_is_429_with_retry_after(tmp_path: Path) -> None:
             r = c.post("/api/rag/ingest/text", json=text)
             assert r.status_code == 429 and r.headers["retry-after"] == "10"
             assert "job_queue_max" in r.json()["message"]
-            assert len(rl.jobs(rl.owner(), 10)) == 2  # the refused one left no job behind
+            assert len(rl.ingestion.jobs(rl.owner(), 10)) == 2  # the refused one left no job behind
             release.set()
             for resp in first:
-                job = rl.wait_for_job(rl.owner(), resp.json()["job_id"], 30)
+                job = rl.ingestion.wait(rl.owner(), resp.json()["job_id"], 30)
                 assert job.status == "succeeded"
             assert c.post("/api/rag/ingest/text", json=text).status_code == 202
     finally:
@@ -55,12 +55,12 @@ def test_concurrent_uploads_are_bounded(tmp_path: Path) -> None:
             files = {"documentFile": ("a.txt", b"Grippers close two fingers.", "text/plain")}
             with ExitStack() as held:
                 for _ in range(2):
-                    held.enter_context(rl.upload_slot())
+                    held.enter_context(rl.ingestion.upload_slot())
                 r = c.post("/api/rag/ingest/upload", files=files)
                 assert r.status_code == 429 and "max_concurrent_uploads" in r.json()["message"]
                 assert int(r.headers["retry-after"]) >= 1
                 with pytest.raises(TooManyRequests):
-                    held.enter_context(rl.upload_slot())
+                    held.enter_context(rl.ingestion.upload_slot())
             r = c.post("/api/rag/ingest/upload", files=files)
             assert r.status_code == 201, r.text
     finally:

@@ -85,12 +85,12 @@ def test_an_ingestion_job_fails_cleanly_on_a_full_disk_and_reruns(tmp_path: Path
         book = copy_book(tmp_path)
         rl.services.ingest.ensure_collection("book")
         disk.free = 10 * MiB
-        job = rl.ingest(rl.owner(), IngestSource("directory", "book", path=str(book))).job
+        job = rl.ingestion.submit(rl.owner(), IngestSource("directory", "book", path=str(book))).job
         assert job is not None
-        done = rl.wait_for_job(rl.owner(), job.id, 60)
+        done = rl.ingestion.wait(rl.owner(), job.id, 60)
         assert done.status == "failed" and "disk" in (done.error or "")
         disk.free = 10_000 * MiB
-        again = rl.wait_for_job(rl.owner(), rl.rerun_job(rl.owner(), job.id).id, 60)
+        again = rl.ingestion.wait(rl.owner(), rl.ingestion.rerun(rl.owner(), job.id).id, 60)
         assert again.status == "succeeded"
         assert rl.services.documents.count("book", "default") > 0
     finally:

@@ -118,12 +118,12 @@ def test_jobs_and_shard_loads_are_followed_by_a_trim(tmp_path: Path,
     settings = fake_settings(tmp_path, ingest_sync_max_bytes=16)
     with Ragline(settings) as rl:
         me = rl.owner()
-        rl.create_collection(me, "c")
-        rl.add_documents(me, "c", [DocumentInput("a", {}, [0.1, 0.2], "a")])
-        rl.create_collection(me, "e", embed={"provider": "fake"})
-        out = rl.ingest(me, IngestSource("text", "e", text="Grippers close two fingers."))
+        rl.collections.create(me, "c")
+        rl.documents.add(me, "c", [DocumentInput("a", {}, [0.1, 0.2], "a")])
+        rl.collections.create(me, "e", embed={"provider": "fake"})
+        out = rl.ingestion.submit(me, IngestSource("text", "e", text="Grippers close two fingers."))
         assert out.job is not None
-        rl.wait_for_job(me, out.job.id, 30)
+        rl.ingestion.wait(me, out.job.id, 30)
     assert "job" in trims
     trims.clear()
     # a shard is loaded, and trimmed, in its host process: here, as a host does it

@@ -135,7 +135,7 @@ def test_a_bomb_in_a_directory_is_a_warning_naming_the_file_and_the_rest_is_inge
     r = client.post("/ingestion/trigger", json={"collection": "knowledge", "path": str(tree)})
     assert r.status_code == 202, r.text
     rl = client.app.state.ragline  # type: ignore[attr-defined]
-    rl.services.jobs.wait(r.json()["job_id"], timeout=60)
+    rl.ingestion.wait(rl.owner(), r.json()["job_id"], timeout=60)
     job = client.get(f"/ingestion/status/{r.json()['job_id']}").json()
     assert job["status"] == "succeeded", job
     assert any("bomb.md" in w and "FRONTMATTER_MAX_NODES" in w for w in job["warnings"]), job

@@ -186,10 +186,10 @@ def test_a_document_write_through_a_hostile_endpoint_is_a_clear_502_nothing_writ
                             "max_response_bytes": CAP, "dimension": 3}})
     with Ragline(settings) as rl:
         owner = rl.owner()
-        rl.create_collection(owner, "kb", embed={"provider": "openai"})
+        rl.collections.create(owner, "kb", embed={"provider": "openai"})
         upstream.mode = "endless"
         with pytest.raises(ProviderError) as err:
-            rl.add_documents(owner, "kb", [DocumentInput("ROS 2 topics", {}, None, "t1")])
+            rl.documents.add(owner, "kb", [DocumentInput("ROS 2 topics", {}, None, "t1")])
         assert err.value.status == 502 and "max_response_bytes" in err.value.message
         assert rl.services.store.count(rl.services.collections.get("kb").shard, "default",
                                        None) == 0

@@ -29,8 +29,10 @@ def test_a_source_left_pending_by_a_crash_is_settled_when_the_server_starts(
     settings = fake_settings(tmp_path)
     with Ragline(settings) as rl:
         me = rl.owner()
-        kept = rl.ingest(me, IngestSource("text", "book", text="# Gears\n\nGears turn motors."))
-        lost = rl.ingest(me, IngestSource("text", "book", text="# Belts\n\nBelts move loads."))
+        kept = rl.ingestion.submit(me, IngestSource("text", "book",
+                                                    text="# Gears\n\nGears turn motors."))
+        lost = rl.ingestion.submit(me, IngestSource("text", "book",
+                                                    text="# Belts\n\nBelts move loads."))
         assert kept.document is not None and lost.document is not None
         sid = lost.document.source_id
     db = sqlite3.connect(settings.data_dir / "catalog.sqlite3")
@@ -38,7 +40,7 @@ def test_a_source_left_pending_by_a_crash_is_settled_when_the_server_starts(
         db.execute("UPDATE ingest_sources SET source_hash=NULL WHERE source_id=?", (sid,))
     db.close()
     with Ragline(settings) as rl:  # the library and `ragline verify` leave it to report
-        assert rl.get_source(rl.owner(), "book", sid).state == "pending"
+        assert rl.documents.source(rl.owner(), "book", sid).state == "pending"
     with local_client(create_app(settings)) as client:
         sources = client.get("/collections/book/sources").json()["sources"]
         assert [s["source_id"] for s in sources] == [kept.document.source_id]
@@ -46,7 +48,7 @@ def test_a_source_left_pending_by_a_crash_is_settled_when_the_server_starts(
         docs = client.get("/collections/book/documents").json()["documents"]
         assert {d["metadata"]["parent_doc_id"] for d in docs} == {kept.document.source_id}
         rl = client.app.state.ragline  # type: ignore[attr-defined]
-        assert rl.verify(rl.owner()).findings == []
+        assert rl.admin.verify(rl.owner()).findings == []
         # the same text again is written as new, not "unchanged"
         again = client.post("/api/rag/ingest/text", json={"text": "# Belts\n\nBelts move loads."})
         assert again.status_code == 201 and again.json()["unchanged"] is False
@@ -64,7 +66,8 @@ def test_a_lowered_reserve_still_covers_reopening_every_shard(tmp_path: Path) ->
     with Ragline(fake_settings(tmp_path, disk_reserve_bytes=1 * MiB)) as rl:
         me = rl.owner()
         for name in ("a", "b", "c"):
-            rl.ingest(me, IngestSource("text", name, text=f"# {name}\n\nSome text about {name}."))
+            rl.ingestion.submit(me, IngestSource("text", name,
+                                                 text=f"# {name}\n\nSome text about {name}."))
         guard = rl.services.ingest.disk
         store = rl.services.store
         assert isinstance(store, QdrantEdgeStore)
@@ -74,9 +77,9 @@ def test_a_lowered_reserve_still_covers_reopening_every_shard(tmp_path: Path) ->
         assert floor - 3 * SHARD_REOPEN_SLACK == wal_bytes(store.root) > 0  # WALs
         guard.free = FakeDisk(floor - 1)
         with pytest.raises(InsufficientStorage, match="raised to what reopening every shard"):
-            rl.ingest(me, IngestSource("text", "a", text="# More\n\nAnother text."))
+            rl.ingestion.submit(me, IngestSource("text", "a", text="# More\n\nAnother text."))
         assert guard.status()["writes_allowed"] is False
         guard.free = FakeDisk(floor + 64 * MiB)
-        rl.ingest(me, IngestSource("text", "a", text="# More\n\nAnother text."))
+        rl.ingestion.submit(me, IngestSource("text", "a", text="# More\n\nAnother text."))
     with Ragline(fake_settings(tmp_path, disk_reserve_bytes=0)) as rl:
         assert rl.services.ingest.disk.reserve == 0  # 0 still turns the check off

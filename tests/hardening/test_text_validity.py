@@ -154,24 +154,25 @@ def test_listings_survive_records_stored_before_the_check(client: TestClient,
     this check) no longer makes the tenant's job list a 500."""
     book = copy_book(tmp_path)
     rl = rl_of(client)
-    job = rl.ingest(Principal.owner("default"), IngestSource("directory", "book", path=str(book),
+    job = rl.ingestion.submit(Principal.owner("default"), IngestSource("directory", "book",
+                                                                       path=str(book),
                                                     paths=["\ud800.md"])).job
     assert job is not None
-    rl.services.jobs.wait(job.id, timeout=60)
+    rl.ingestion.wait(rl.owner(), job.id, timeout=60)
     listing = client.get("/ingestion/status")
     assert listing.status_code == 200, listing.text
     assert listing.json()["jobs"][0]["job_id"] == job.id
     one = client.get(f"/ingestion/status/{job.id}")
     assert one.status_code == 200 and "\ufffd" in one.text
     # `ragline verify` reports the row, and --repair rewrites it
-    found = [f for f in rl.verify(rl.owner()).findings if f.kind == "unstorable_text"]
+    found = [f for f in rl.admin.verify(rl.owner()).findings if f.kind == "unstorable_text"]
     assert [(f.source_id, f.repaired) for f in found] == [(None, False)]
     assert f"jobs row '{job.id}'" in found[0].message
     assert "lone surrogate (U+D800)" in found[0].message
-    fixed = rl.verify(rl.owner(), repair=True)
+    fixed = rl.admin.verify(rl.owner(), repair=True)
     assert [f.repaired for f in fixed.findings if f.kind == "unstorable_text"] == [True]
-    assert rl.verify(rl.owner()).findings == []
-    assert rl.job(rl.owner(), job.id).restricted_paths == ["\ufffd.md"]
+    assert rl.admin.verify(rl.owner()).findings == []
+    assert rl.ingestion.job(rl.owner(), job.id).restricted_paths == ["\ufffd.md"]
 
 
 def _example(op: dict[str, Any]) -> Any:

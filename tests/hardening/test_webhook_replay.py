@@ -70,7 +70,7 @@ def test_replayed_delivery_answers_duplicate_and_does_nothing(
         again = deliver(client, body, "d-1", sign(body))
         assert again.status_code == 200
         assert again.json() == {"status": "duplicate", "duplicate": True, "delivery": "d-1"}
-    assert len(pulls) == 1 and len(rl.jobs(rl.owner())) == 1
+    assert len(pulls) == 1 and len(rl.ingestion.jobs(rl.owner())) == 1
     # a bad signature with a known id is still 401, not "duplicate"
     assert deliver(client, body, "d-1", "sha256=00").status_code == 401
     # another delivery id with another body is handled
@@ -90,7 +90,7 @@ def test_the_same_signed_body_with_any_delivery_id_is_a_duplicate(
         again = deliver(client, body, f"{delivery}{n}" if delivery else delivery)
         assert again.status_code == 200, again.text
         assert again.json()["duplicate"] is True and again.json()["status"] == "duplicate"
-    assert len(rl.jobs(rl.owner())) == 1
+    assert len(rl.ingestion.jobs(rl.owner())) == 1
 
 
 def test_delivery_ids_survive_a_restart_and_expire_after_the_window(settings: Any) -> None:
@@ -130,11 +130,11 @@ def test_a_form_encoded_payload_with_bad_text_is_400_naming_the_field(
     assert r.status_code == 400, r.text
     message = r.json()["message"]
     assert f"'payload.commits.0.modified.1' holds {what}, which cannot be stored" in message
-    assert "\x00" not in r.text and pulls == [] and rl.jobs(rl.owner()) == []
+    assert "\x00" not in r.text and pulls == [] and rl.ingestion.jobs(rl.owner()) == []
     # the same payload sent as JSON is refused the same way by the request guard
     r = deliver_as(client, json.dumps(json.loads(payload)).encode(), "application/json", "d-j")
     assert r.status_code == 400 and "commits.0.modified.1" in r.json()["message"]
-    assert pulls == [] and rl.jobs(rl.owner()) == []
+    assert pulls == [] and rl.ingestion.jobs(rl.owner()) == []
 
 
 def test_percent_encoded_bytes_that_are_not_utf8_are_refused(

@@ -13,6 +13,7 @@ from tests.ingestion_support import (
     copy_book,
     fake_of,
     fake_settings,
+    ingest_tree,
     sid,
 )
 
@@ -67,7 +68,7 @@ def _embed(rl: Ragline, text: str) -> np.ndarray:
 
 def test_off_embeds_and_stores_the_chunk_alone(make: Maker, tmp_path: Path) -> None:
     rl = make("off")
-    rl.services.ingest.run_directory("book", "default", copy_book(tmp_path))
+    ingest_tree(rl, "book", "default", copy_book(tmp_path))
     for rec in _chunks(rl, sid(SENSING)):
         assert not rec.text.startswith(TITLE) and "embed_hash" not in rec.metadata
         assert np.allclose(rec.embedding, _embed(rl, rec.text), atol=1e-6)
@@ -77,7 +78,7 @@ def test_embed_mode_embeds_the_header_but_stores_the_text_as_written(
     make: Maker, tmp_path: Path,
 ) -> None:
     rl = make("embed")
-    rl.services.ingest.run_directory("book", "default", copy_book(tmp_path))
+    ingest_tree(rl, "book", "default", copy_book(tmp_path))
     recs = _chunks(rl, sid(SENSING))
     assert recs
     for rec in recs:
@@ -90,7 +91,7 @@ def test_embed_mode_embeds_the_header_but_stores_the_text_as_written(
 
 def test_text_mode_stores_the_header_so_bm25_sees_it(make: Maker, tmp_path: Path) -> None:
     rl = make("text")
-    rl.services.ingest.run_directory("book", "default", copy_book(tmp_path))
+    ingest_tree(rl, "book", "default", copy_book(tmp_path))
     for rec in _chunks(rl, sid(SENSING)):
         header = chunk_header(TITLE, _path(rec))
         assert rec.text.startswith(header + "\n\n")
@@ -102,12 +103,12 @@ def test_a_new_title_re_embeds_chunks_whose_text_did_not_change(
 ) -> None:
     rl = make("embed")
     book = copy_book(tmp_path)
-    rl.services.ingest.run_directory("book", "default", book)
+    ingest_tree(rl, "book", "default", book)
     before = {r.metadata["content_hash"]: r for r in _chunks(rl, sid(SENSING))}
     path = book / SENSING
     path.write_text(path.read_text(encoding="utf-8").replace(
         'title: "Lesson 1.1: How Robots Sense"', 'title: "Robot Senses"'), encoding="utf-8")
-    rl.services.ingest.run_directory("book", "default", book)
+    ingest_tree(rl, "book", "default", book)
     after = _chunks(rl, sid(SENSING))
     same_text = [r for r in after if r.metadata["content_hash"] in before]
     assert same_text  # body chunks kept their text ...
@@ -119,9 +120,9 @@ def test_a_new_title_re_embeds_chunks_whose_text_did_not_change(
 
 def test_a_collection_can_choose_its_own_header_mode(make: Maker, tmp_path: Path) -> None:
     rl = make("off")
-    rl.create_collection(rl.owner(), "book", {"context_header": "text"},
+    rl.collections.create(rl.owner(), "book", {"context_header": "text"},
                          embed={"provider": "fake"})
-    rl.services.ingest.run_directory("book", "default", copy_book(tmp_path))
+    ingest_tree(rl, "book", "default", copy_book(tmp_path))
     assert all(r.text.startswith(TITLE) for r in _chunks(rl, sid(SENSING)))
 
 
@@ -132,7 +133,7 @@ def test_whole_lessons_read_the_same_with_headers_in_the_text(
     lessons = {}
     for header in ("off", "text"):
         rl = make(header)
-        rl.services.ingest.run_directory("book", "default", copy_book(tmp_path / header))
+        ingest_tree(rl, "book", "default", copy_book(tmp_path / header))
         lessons[header] = rl.services.context.lesson("default", sid(SENSING), "book")
         assert lessons[header]["total_chunks"] > 2
     assert lessons["text"]["text"] == lessons["off"]["text"]
@@ -149,7 +150,7 @@ def test_chunks_leave_room_for_their_header(tmp_path: Path) -> None:
                                  ingest_chunk_tokens=None)
         rl = Ragline(settings).start()
         try:
-            rl.create_collection(rl.owner(), "c", embed={"provider": "fake"})
+            rl.collections.create(rl.owner(), "c", embed={"provider": "fake"})
             info = rl.services.collections.get("c")
             sizes[header] = build_target(settings, rl.services.embedders, info, "default",
                                          True).chunk_tokens

@@ -11,7 +11,7 @@ import logging
 from pathlib import Path
 
 import pytest
-from tests.ingestion_support import copy_book
+from tests.ingestion_support import copy_book, ingest_tree
 
 from ragline.facade import Ragline, SearchRequest
 from ragline.ingest import load_bytes
@@ -119,7 +119,7 @@ def test_storable_key_and_odd_yaml_keys() -> None:
 
 
 def _tier_search(rl: Ragline, collection: str, tier: int) -> set[str]:
-    res = rl.search_sync(rl.owner(), SearchRequest(
+    res = rl.search.query_sync(rl.owner(), SearchRequest(
         collection=collection, query="module sensing code", mode="dense",
         where={"hardware_tier": {"$lte": tier}}, limit=100))
     return {str(h.metadata["parent_doc_id"]) for h in res.hits}
@@ -129,7 +129,7 @@ def test_tier_filter_keeps_overviews_and_can_be_configured_per_collection(
     rl: Ragline, tmp_path: Path
 ) -> None:
     book = copy_book(tmp_path)
-    stats = rl.services.ingest.run_directory("book", "default", book)
+    stats = ingest_tree(rl, "book", "default", book)
     assert any("README.md" in w and "hardware_tier" in w for w in stats.warnings)
     tier1 = _tier_search(rl, "book", 1)
     assert "README" in tier1 and "module-1-foundations/README" in tier1
@@ -139,15 +139,15 @@ def test_tier_filter_keeps_overviews_and_can_be_configured_per_collection(
         rl, "book", 2)
 
     # per collection: {} switches the rule off, so READMEs have no tier and drop out
-    rl.create_collection(rl.owner(), "strict", {"frontmatter_defaults": {}},
+    rl.collections.create(rl.owner(), "strict", {"frontmatter_defaults": {}},
                          embed={"provider": "fake"})
-    rl.services.ingest.run_directory("strict", "default", book)
+    ingest_tree(rl, "strict", "default", book)
     strict = _tier_search(rl, "strict", 1)
     assert "README" not in strict and "module-1-foundations/README" not in strict
     assert "module-1-foundations/chapter-2-code/01-code-and-tables" in strict
     # other defaults: overviews count as tier 3
-    rl.create_collection(rl.owner(), "tier3", {"frontmatter_defaults": {"hardware_tier": 3}},
+    rl.collections.create(rl.owner(), "tier3", {"frontmatter_defaults": {"hardware_tier": 3}},
                          embed={"provider": "fake"})
-    rl.services.ingest.run_directory("tier3", "default", book)
+    ingest_tree(rl, "tier3", "default", book)
     assert "README" not in _tier_search(rl, "tier3", 2)
     assert "README" in _tier_search(rl, "tier3", 3)

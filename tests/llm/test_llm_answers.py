@@ -31,19 +31,19 @@ def test_rubric_scores_real_answers_with_the_small_profile(tmp_path: Path,
                         out_of_scope=True)]
     with Ragline(settings) as rl:
         me = rl.owner()
-        rl.create_collection(me, "kb", {"prompt_profile": "small"},
+        rl.collections.create(me, "kb", {"prompt_profile": "small"},
                              embed={"provider": "local"})
-        rl.add_documents(me, "kb", [DocumentInput(FACT, {"title": "Topics", "source_path":
+        rl.documents.add(me, "kb", [DocumentInput(FACT, {"title": "Topics", "source_path":
                                                          "ros2/topics.md"}, None, "t")])
 
         def ask(question: str) -> Reply:
             async def turn() -> dict[str, Any]:
-                return await rl.chat(me, question, collection="kb")
+                return await rl.answers.chat(me, question, collection="kb")
             out = rl.call_sync(turn)
             return Reply(out["answer"], out["path"], out["sources"])
 
         def fetch(source: Any) -> str:
-            return rl.get_document(me, source["collection"], source["id"]).text
+            return rl.documents.get(me, source["collection"], source["id"]).text
 
         report = evaluate(cases, ask, fetch)
     echo, poem = report.answers

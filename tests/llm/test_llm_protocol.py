@@ -66,8 +66,8 @@ def client(tmp_path: Path, proxy: RecordingProxy) -> Iterator[TestClient]:
     settings = Settings(data_dir=tmp_path / "data", llm_base_url=proxy.url,  # type: ignore[call-arg]
                         llm_model=MODEL_ALIAS, llm_max_tokens=32, _env_file=None)
     rl = Ragline(settings).start()
-    rl.create_collection(rl.owner(), "kb", embed={"provider": "local"})
-    rl.add_documents(rl.owner(), "kb", [DocumentInput(FACT, {"title": "France",
+    rl.collections.create(rl.owner(), "kb", embed={"provider": "local"})
+    rl.documents.add(rl.owner(), "kb", [DocumentInput(FACT, {"title": "France",
                                                              "source_path": "geo/france.md"},
                                                       None, "fr")])
     with TestClient(create_app(ragline=rl), base_url="http://localhost",

@@ -66,11 +66,11 @@ def http_server(tmp_path_factory: pytest.TempPathFactory,
     settings = Settings(data_dir=tmp_path_factory.mktemp("mcp-ask") / "data",  # type: ignore[call-arg]
                         auth="on", _env_file=None)
     with Ragline(settings, llm=llm) as rl:
-        admin = rl.ensure_admin_key()
+        admin = rl.keys.ensure_first_admin()
         assert admin
         keys = {"admin": admin}
         for name, tenant in (("a", "tenant-a"), ("b", "tenant-b")):
-            keys[name] = rl.create_key(rl.owner(), "user", tenant, name)[1]
+            keys[name] = rl.keys.create(rl.owner(), "user", tenant, name)[1]
         with serve_in_thread(create_app(ragline=rl)) as url:
             yield url, keys
 

@@ -24,7 +24,7 @@ def test_mcp_without_the_extra_answers_503_naming_it(tmp_path: Path,
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     rl = Ragline(fake_settings(tmp_path, auth="on", allowed_hosts=["testserver"])).start()
     try:
-        key = rl.create_key(rl.owner(), "admin", "default")[1]
+        key = rl.keys.create(rl.owner(), "admin", "default")[1]
         with TestClient(create_app(ragline=rl)) as client:
             _check(client, key)
     finally:

@@ -42,7 +42,7 @@ SCRIPT = textwrap.dedent("""
         out["after_start"] = "mcp" in sys.modules
         r = client.post("/mcp", json=init, headers=accept)
         out["anonymous"] = [r.status_code, "mcp" in sys.modules]
-        key = rl.create_key(rl.owner(), "admin", "default")[1]
+        key = rl.keys.create(rl.owner(), "admin", "default")[1]
         auth = {**accept, "authorization": f"Bearer {key}"}
         codes = []
         def call():

@@ -345,7 +345,7 @@ def test_a_local_ragline_reranks_through_a_second_ragline_serve(
     with _local(tmp_path, url, key) as rl:
         me = rl.owner()
         docs = _docs()
-        ranked = rl.rerank(me, "robots", docs, top_k=2)
+        ranked = rl.search.rerank(me, "robots", docs, top_k=2)
         assert len(ranked) == 2  # top_k went to the remote
         for item in ranked:
             original = docs[item["original_rank"] - 1]
@@ -353,7 +353,7 @@ def test_a_local_ragline_reranks_through_a_second_ragline_serve(
                                                               "original_rank")} == \
                 {k: v for k, v in original.items() if k != "score"}
             assert item["rerank_score"] == item["score"]
-        assert rl.health()["cross_encoder"]["status"] == "remote"
+        assert rl.admin.health()["cross_encoder"]["status"] == "remote"
 
 
 def test_a_second_ragline_serve_without_cross_encoder_or_dead(
@@ -365,12 +365,12 @@ def test_a_second_ragline_serve_without_cross_encoder_or_dead(
         plain.wait_ready()
         with _local(tmp_path / "a", plain.url, "unused") as rl:
             docs = _docs()
-            assert rl.rerank(rl.owner(), "q", docs) == DOCS  # no cross-encoder there
+            assert rl.search.rerank(rl.owner(), "q", docs) == DOCS  # no cross-encoder there
     finally:
         plain.stop()
     with _local(tmp_path / "b", plain.url, "unused") as rl:  # now nothing listens there
         docs = _docs()
-        assert rl.rerank(rl.owner(), "q", docs) == DOCS
+        assert rl.search.rerank(rl.owner(), "q", docs) == DOCS
     messages = [r.getMessage() for r in caplog.records if r.name == LOGGER]
     assert "has no cross-encoder loaded" in messages[0] and "unreachable" in messages[-1]
 
@@ -380,10 +380,10 @@ def test_a_search_asking_for_rerank_survives_a_dead_remote(tmp_path: Path) -> No
 
     with _local(tmp_path, f"http://127.0.0.1:{free_port()}", "k") as rl:
         me = rl.owner()
-        rl.create_collection(me, "c")
-        rl.add_documents(me, "c", [DocumentInput("a", {}, [1.0, 0.0], "a"),
+        rl.collections.create(me, "c")
+        rl.documents.add(me, "c", [DocumentInput("a", {}, [1.0, 0.0], "a"),
                                    DocumentInput("b", {}, [0.0, 1.0], "b")])
-        res = rl.search_sync(me, SearchRequest(collection="c", embedding=[1.0, 0.1],
+        res = rl.search.query_sync(me, SearchRequest(collection="c", embedding=[1.0, 0.1],
                                                query="a", rerank=True, limit=2))
     assert [h.id for h in res.hits] == ["a", "b"]  # first-stage order kept
     assert "rerank" not in res.stages and any("rerank skipped" in w for w in res.warnings)

@@ -17,10 +17,10 @@ def rl_at(path: Path) -> Ragline:
 
 
 def fill(rl: Ragline, name: str, n: int) -> None:
-    rl.services.collections.create(name, {"keep": True})
+    rl.collections.create(rl.owner(), name, {"keep": True})
     vecs = np.random.default_rng(0).normal(size=(n, 8))
-    rl.services.documents.add(name, [DocumentInput(f"t{i}", {"i": i}, vecs[i].tolist(), f"d{i}")
-                            for i in range(n)], "default")
+    rl.documents.add(rl.owner(), name, [DocumentInput(f"t{i}", {"i": i}, vecs[i].tolist(),
+                                                      f"d{i}") for i in range(n)])
 
 
 def test_empty_that_fails_midway_deletes_nothing(tmp_path: Path,
@@ -69,7 +69,6 @@ def test_orphan_shard_from_interrupted_create_is_removed(tmp_path: Path) -> None
 def test_delete_then_recreate_same_name_starts_empty(tmp_path: Path) -> None:
     rl = rl_at(tmp_path)
     fill(rl, "c", 10)
-    rl.services.collections.delete("c")
-    rl.services.collections.create("c")
-    assert rl.services.documents.count("c", "default") == 0
+    rl.collections.delete(rl.owner(), "c")
+    assert rl.collections.create(rl.owner(), "c").count == 0
     rl.close()

@@ -20,7 +20,7 @@ def _top5(tmp_path: Path, **overrides: Any) -> list[tuple[str, str]]:
     rl = Ragline(fake_settings(tmp_path, **overrides)).start()
     try:
         rl.services.ingest.run_directory("book", rl.owner().tenant, BOOK)
-        res = rl.search_sync(rl.owner(), SearchRequest(collection="book", query=QUERY,
+        res = rl.search.query_sync(rl.owner(), SearchRequest(collection="book", query=QUERY,
                                                         mode="sparse", limit=5))
         return [(h.metadata["source_path"].rsplit("/", 1)[-1],
                  " > ".join(h.metadata["heading_path"])) for h in res.hits]

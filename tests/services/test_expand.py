@@ -20,6 +20,7 @@ from ragline.services.expand import (
 from tests.ingestion_support import (
     SENSING,
     by_parent,
+    ingest_tree,
     sid,
     stored,
 )
@@ -31,7 +32,7 @@ T = "default"
 
 @pytest.fixture
 def ingested(rl: Ragline, book: Path) -> tuple[Ragline, list[Record]]:
-    rl.services.ingest.run_directory("book", T, book)
+    ingest_tree(rl, "book", T, book)
     return rl, by_parent(stored(rl))[sid(SENSING)]
 
 

@@ -18,6 +18,7 @@ from tests.ingestion_support import (
     check_chains,
     edit_section,
     fake_of,
+    ingest_tree,
     sid,
     stored,
 )
@@ -35,7 +36,7 @@ def expected_hashes(book: Path, rel: str) -> list[str]:
 
 def test_first_run_embeds_every_chunk_once_and_writes_full_records(rl: Ragline,
                                                                    book: Path) -> None:
-    stats = rl.services.ingest.run_directory("book", T, book)
+    stats = ingest_tree(rl, "book", T, book)
     records = stored(rl)
     fake = fake_of(rl)
     distinct = {r.text for r in records}
@@ -69,11 +70,11 @@ def test_first_run_embeds_every_chunk_once_and_writes_full_records(rl: Ragline,
 
 
 def test_rerun_without_changes_embeds_and_writes_nothing(rl: Ragline, book: Path) -> None:
-    rl.services.ingest.run_directory("book", T, book)
+    ingest_tree(rl, "book", T, book)
     before = {r.id: r.metadata["updated_at"] for r in stored(rl)}
     fake = fake_of(rl)
     calls = fake.calls
-    stats = rl.services.ingest.run_directory("book", T, book)
+    stats = ingest_tree(rl, "book", T, book)
     assert (stats.files_skipped, stats.files_changed, stats.texts_embedded) == (6, 0, 0)
     assert (stats.chunks_created, stats.chunks_updated, stats.chunks_deleted) == (0, 0, 0)
     assert fake.calls == calls
@@ -81,7 +82,7 @@ def test_rerun_without_changes_embeds_and_writes_nothing(rl: Ragline, book: Path
 
 
 def test_changed_section_re_embeds_only_new_text(rl: Ragline, book: Path) -> None:
-    rl.services.ingest.run_directory("book", T, book)
+    ingest_tree(rl, "book", T, book)
     old = by_parent(stored(rl))
     old_hashes = {r.metadata["content_hash"] for r in old[sid(SENSING)]}
     other_ids = {r.id: r.metadata["updated_at"] for p, rs in old.items() if p != sid(SENSING)
@@ -91,7 +92,7 @@ def test_changed_section_re_embeds_only_new_text(rl: Ragline, book: Path) -> Non
     new_hashes = expected_hashes(book, SENSING)
     fake = fake_of(rl)
     texts = fake.texts_embedded
-    stats = rl.services.ingest.run_directory("book", T, book)
+    stats = ingest_tree(rl, "book", T, book)
     fresh = set(new_hashes) - old_hashes
     gone = old_hashes - set(new_hashes)
     assert fresh and gone
@@ -108,7 +109,7 @@ def test_changed_section_re_embeds_only_new_text(rl: Ragline, book: Path) -> Non
 
 
 def test_added_deleted_and_renamed_files(rl: Ragline, book: Path) -> None:
-    rl.services.ingest.run_directory("book", T, book)
+    ingest_tree(rl, "book", T, book)
     fake = fake_of(rl)
     total = len(stored(rl))
     # add
@@ -117,7 +118,7 @@ def test_added_deleted_and_renamed_files(rl: Ragline, book: Path) -> None:
                                 "and gearboxes, torque and speed.\n")
     n_new = len(expected_hashes(book, new_rel))
     texts = fake.texts_embedded
-    stats = rl.services.ingest.run_directory("book", T, book)
+    stats = ingest_tree(rl, "book", T, book)
     assert (stats.files_changed, stats.chunks_created, stats.texts_embedded) == (1, n_new, n_new)
     assert fake.texts_embedded - texts == n_new
     assert len(stored(rl)) == total + n_new
@@ -125,7 +126,7 @@ def test_added_deleted_and_renamed_files(rl: Ragline, book: Path) -> None:
     n_code = len(by_parent(stored(rl))[sid(CODE)])
     (book / CODE).unlink()
     texts = fake.texts_embedded
-    stats = rl.services.ingest.run_directory("book", T, book)
+    stats = ingest_tree(rl, "book", T, book)
     assert (stats.files_deleted, stats.chunks_deleted, stats.texts_embedded) == (1, n_code, 0)
     assert fake.texts_embedded == texts
     assert sid(CODE) not in by_parent(stored(rl))
@@ -135,7 +136,7 @@ def test_added_deleted_and_renamed_files(rl: Ragline, book: Path) -> None:
     n_mdx = len(by_parent(stored(rl))[sid(MDX)])
     renamed = "module-1-foundations/chapter-2-code/09-components-renamed.mdx"
     (book / MDX).rename(book / renamed)
-    stats = rl.services.ingest.run_directory("book", T, book)
+    stats = ingest_tree(rl, "book", T, book)
     assert (stats.files_changed, stats.files_deleted) == (1, 1)
     assert (stats.chunks_created, stats.chunks_deleted, stats.texts_embedded) == (
         n_mdx, n_mdx, 0)
@@ -148,36 +149,36 @@ def test_added_deleted_and_renamed_files(rl: Ragline, book: Path) -> None:
 
 def test_full_mode_re_embeds_everything_and_recreate_swaps_the_shard(rl: Ragline,
                                                                      book: Path) -> None:
-    rl.services.ingest.run_directory("book", T, book)
+    ingest_tree(rl, "book", T, book)
     count = len(stored(rl))
     ids = {r.id for r in stored(rl)}
-    stats = rl.services.ingest.run_directory("book", T, book, "full")
+    stats = ingest_tree(rl, "book", T, book, "full")
     assert stats.files_changed == 6 and stats.texts_embedded == len({r.text for r in stored(rl)})
     assert (stats.chunks_created, stats.chunks_updated, stats.chunks_deleted) == (0, count, 0)
     rl.services.collections.update_metadata("book", {"owner": "docs team"}, merge=True)
     old_shard = rl.services.collections.get("book").shard
-    stats = rl.services.ingest.run_directory("book", T, book, "recreate")
+    stats = ingest_tree(rl, "book", T, book, "recreate")
     info = rl.services.collections.get("book")
     assert info.shard != old_shard and not rl.services.store.has_shard(old_shard)
     assert info.metadata["owner"] == "docs team"
     assert (stats.chunks_created, stats.chunks_deleted) == (count, count)
     assert {r.id for r in stored(rl)} == ids
     check_chains(stored(rl))
-    again = rl.services.ingest.run_directory("book", T, book)
+    again = ingest_tree(rl, "book", T, book)
     assert again.files_skipped == 6 and again.texts_embedded == 0
 
 
 def test_emptied_collection_is_rebuilt_by_the_next_incremental_run(rl: Ragline,
                                                                   book: Path) -> None:
-    rl.services.ingest.run_directory("book", T, book)
+    ingest_tree(rl, "book", T, book)
     count = len(stored(rl))
     rl.services.collections.empty("book", T)
-    stats = rl.services.ingest.run_directory("book", T, book)
+    stats = ingest_tree(rl, "book", T, book)
     assert stats.files_changed == 6 and len(stored(rl)) == count
 
 
 def test_restricted_run_reads_only_the_listed_paths(rl: Ragline, book: Path) -> None:
-    rl.services.ingest.run_directory("book", T, book)
+    ingest_tree(rl, "book", T, book)
     edit_section(book / SENSING, "Cameras", "Only this edit should be picked up now.")
     edit_section(book / CODE, "Message Rates", "This edit waits for the next full scan.")
     (book / MDX).unlink()
@@ -186,15 +187,15 @@ def test_restricted_run_reads_only_the_listed_paths(rl: Ragline, book: Path) -> 
     assert (stats.files_seen, stats.files_changed, stats.files_deleted) == (1, 1, 1)
     assert rl.services.ingest.state_of("book", T, sid(CODE)) is not None
     code_hash = rl.services.ingest.state_of("book", T, sid(CODE)).source_hash  # type: ignore[union-attr]
-    stats = rl.services.ingest.run_directory("book", T, book)
+    stats = ingest_tree(rl, "book", T, book)
     assert stats.files_changed == 1
     assert rl.services.ingest.state_of("book", T, sid(CODE)).source_hash != code_hash  # type: ignore[union-attr]
 
 
 def test_empty_file_removes_its_chunks_with_a_warning(rl: Ragline, book: Path) -> None:
-    rl.services.ingest.run_directory("book", T, book)
+    ingest_tree(rl, "book", T, book)
     (book / MDX).write_text("   \n")
-    stats = rl.services.ingest.run_directory("book", T, book)
+    stats = ingest_tree(rl, "book", T, book)
     assert stats.files_failed == 1 and stats.chunks_deleted > 0
     assert any("empty" in w for w in stats.warnings)
     assert sid(MDX) not in by_parent(stored(rl))

@@ -8,8 +8,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from ragline.core.principal import Principal
 from ragline.errors import IngestCancelled, ProviderError
-from ragline.facade import Ragline
+from ragline.facade import IngestSource, Ragline
+from ragline.services.ingest_stats import DocumentResult
 from tests.ingestion_support import (
     MDX,
     SENSING,
@@ -19,6 +21,7 @@ from tests.ingestion_support import (
     clean_snapshot,
     edit_section,
     fake_of,
+    ingest_tree,
     sid,
     snapshot,
     stored,
@@ -42,7 +45,7 @@ def fresh_count(tmp_path: Path, book: Path) -> tuple[int, set[str]]:
 
 def test_crash_between_write_and_delete_is_repaired(rl: Ragline, book: Path, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    rl.services.ingest.run_directory("book", T, book)
+    ingest_tree(rl, "book", T, book)
     old_state = rl.services.ingest.state_of("book", T, sid(SENSING))
     assert old_state is not None
     edit_section(book / SENSING, "Cameras", "A rewritten camera section, short and new.")
@@ -63,7 +66,7 @@ def test_crash_between_write_and_delete_is_repaired(rl: Ragline, book: Path, tmp
     assert state.state == "modified"  # ...marked before its chunks were to be deleted
     fake = fake_of(rl)
     texts = fake.texts_embedded
-    stats = rl.services.ingest.run_directory("book", T, book)
+    stats = ingest_tree(rl, "book", T, book)
     assert stats.files_changed == 1 and stats.texts_embedded == 0  # vectors were written
     assert fake.texts_embedded == texts
     count, ids = fresh_count(tmp_path, book)
@@ -74,7 +77,7 @@ def test_crash_between_write_and_delete_is_repaired(rl: Ragline, book: Path, tmp
 
 def test_crash_before_state_commit_of_a_new_file_then_deleted(
         rl: Ragline, book: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    rl.services.ingest.run_directory("book", T, book)
+    ingest_tree(rl, "book", T, book)
     rel = "module-1-foundations/chapter-2-code/05-short-lived.md"
     (book / rel).write_text("# Short lived\n\n## Section\n\nWords that will vanish soon.\n")
 
@@ -87,7 +90,7 @@ def test_crash_before_state_commit_of_a_new_file_then_deleted(
     monkeypatch.undo()
     assert sid(rel) in by_parent(stored(rl))  # written, but not committed
     (book / rel).unlink()
-    stats = rl.services.ingest.run_directory("book", T, book)
+    stats = ingest_tree(rl, "book", T, book)
     assert stats.files_deleted == 1
     assert sid(rel) not in by_parent(stored(rl))
     count, ids = fresh_count(tmp_path, book)
@@ -96,7 +99,7 @@ def test_crash_before_state_commit_of_a_new_file_then_deleted(
 
 def test_failing_embedder_leaves_the_index_untouched_and_is_retried(
         rl: Ragline, book: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    rl.services.ingest.run_directory("book", T, book)
+    ingest_tree(rl, "book", T, book)
     before = snapshot(rl)
     fake = fake_of(rl)
     fake.fail_with = ConnectionError("embedding API down")
@@ -117,36 +120,45 @@ def test_failing_embedder_leaves_the_index_untouched_and_is_retried(
         return real(texts, input_type)
 
     monkeypatch.setattr(fake, "embed", flaky)
-    stats = rl.services.ingest.run_directory("book", T, book)
+    stats = ingest_tree(rl, "book", T, book)
     assert stats.embedding_calls == 3 and stats.files_changed == 1
     assert sum("retrying" in w for w in stats.warnings) == 2
     check_chains(stored(rl))
 
 
 def test_stop_request_keeps_what_was_committed(rl: Ragline, book: Path) -> None:
-    rl.services.ingest.run_directory("book", T, book)
+    ingest_tree(rl, "book", T, book)
     (book / MDX).unlink()
     edit_section(book / SENSING, "Cameras", "Edited before a shutdown.")
     with pytest.raises(IngestCancelled):
         rl.services.ingest.run_directory("book", T, book, should_stop=lambda: True)
-    stats = rl.services.ingest.run_directory("book", T, book)
+    stats = ingest_tree(rl, "book", T, book)
     assert (stats.files_changed, stats.files_deleted) == (1, 1)
     check_chains(stored(rl))
 
 
+def ingest_text(rl: Ragline, tenant: str, text: str) -> DocumentResult:
+    """A text through the ingestion door, as ``tenant``'s owner (processed while it waits)."""
+    out = rl.ingestion.submit(Principal.owner(tenant), IngestSource(
+        "text", "book", text=text, title="Gripper notes"))
+    assert out.document is not None
+    return out.document
+
+
 def test_text_and_upload_sources_are_per_tenant_and_idempotent(rl: Ragline) -> None:
     text = "## Notes\n\nGrippers need force control.\n\n## More\n\nSuction cups need seals."
-    first = rl.services.ingest.ingest_text("book", "alice", text, "Gripper notes")
+    first = ingest_text(rl, "alice", text)
     assert not first.unchanged and first.chunks == first.chunks_created >= 1
-    again = rl.services.ingest.ingest_text("book", "alice", text, "Gripper notes")
+    again = ingest_text(rl, "alice", text)
     assert again.unchanged and again.texts_embedded == 0 and again.chunks == first.chunks
-    bob = rl.services.ingest.ingest_text("book", "bob", text, "Gripper notes")
+    bob = ingest_text(rl, "bob", text)
     assert bob.source_id == first.source_id
     alice_ids = {r.id for r in stored(rl, tenant="alice")}
     bob_ids = {r.id for r in stored(rl, tenant="bob")}
     assert len(alice_ids) == len(bob_ids) == first.chunks and not alice_ids & bob_ids
-    up = rl.services.ingest.ingest_bytes("book", "alice", b"Line one.\n\nLine two about arms.",
-                                "notes.txt")
+    up = rl.ingestion.submit(Principal.owner("alice"), IngestSource(
+        "upload", "book", data=b"Line one.\n\nLine two about arms.", filename="notes.txt")).document
+    assert up is not None
     assert up.source_id == "upload/notes.txt"
     meta = by_parent(stored(rl, tenant="alice"))["upload/notes.txt"][0].metadata
     assert meta["original_filename"] == "notes.txt" and meta["source_type"] == "txt"

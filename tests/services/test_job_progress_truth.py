@@ -58,7 +58,7 @@ def test_progress_counts_acknowledged_writes_and_success_does_not_lag(
         return embed(texts, kind)
 
     monkeypatch.setattr(fake, "embed", slow_second_group)
-    job = rl.ingest(rl.owner(), IngestSource("directory", "book", path=str(book))).job
+    job = rl.ingestion.submit(rl.owner(), IngestSource("directory", "book", path=str(book))).job
     assert job is not None
     until(lambda: stored_count(rl) > 0)  # the first group is searchable
     until(lambda: rl.services.jobs.get(job.id).counters.get("chunks_created", 0) > 0, 2.0)
@@ -95,7 +95,7 @@ def test_progress_counts_acknowledged_writes_and_success_does_not_lag(
     watcher = threading.Thread(target=watch)
     watcher.start()
     gate.set()
-    done = rl.services.jobs.wait(job.id, 60)
+    done = rl.ingestion.wait(rl.owner(), job.id, 60)
     watcher.join()
     assert done.status == "succeeded"
     assert done.counters["chunks_created"] == stored_count(rl)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from ragline.core.principal import Principal
 from ragline.core.search_request import Mode, SearchRequest, SearchTarget
 from ragline.core.types import ScoredRecord, StoreQuery
 from ragline.facade import Ragline
@@ -24,12 +25,12 @@ WORDS = ["lidar", "camera", "imu", "encoder", "gripper", "planner", "map", "odom
 @pytest.fixture
 def rl(tmp_path: Path) -> Iterator[Ragline]:
     r = Ragline(fake_settings(tmp_path, search_max_wait_ms=20)).start()
-    r.services.collections.create("docs", embed={"provider": "fake"})
+    r.collections.create(r.owner(), "docs", embed={"provider": "fake"})
     rng = random.Random(7)  # varied texts: few exact score ties
     docs = [DocumentInput(" ".join(rng.choices(WORDS, k=rng.randint(2, 7))) + f" note {i}",
                           {"n": i}) for i in range(60)]
-    r.services.documents.add("docs", docs, "default")
-    r.services.documents.add("docs", docs[:5], "other")  # another tenant, same shard
+    r.documents.add(r.owner(), "docs", docs)
+    r.documents.add(Principal.owner("other"), "docs", docs[:5])  # another tenant, same shard
     yield r
     r.close()
 

@@ -17,6 +17,7 @@ from tests.ingestion_support import (
     Boom,
     by_parent,
     clean_snapshot,
+    ingest_tree,
     sid,
     snapshot,
     stored,
@@ -28,7 +29,7 @@ T = "default"
 
 
 def upload(rl: Ragline, name: str, text: str) -> Any:
-    out = rl.ingest(rl.owner(), IngestSource("upload", "book", data=text.encode(),
+    out = rl.ingestion.submit(rl.owner(), IngestSource("upload", "book", data=text.encode(),
                                              filename=name))
     assert out.document is not None
     return out.document
@@ -40,9 +41,9 @@ NOTE = "# Note\n\n" + "\n\n".join(f"Paragraph {i} about sensors and motors, numb
 
 def test_sources_list_the_tree_with_state_counts_hashes_and_times(rl: Ragline,
                                                                    book: Path) -> None:
-    rl.services.ingest.run_directory("book", T, book)
+    ingest_tree(rl, "book", T, book)
     upload(rl, "note.md", NOTE)
-    sources, total = rl.list_sources(rl.owner(), "book")
+    sources, total = rl.documents.sources(rl.owner(), "book")
     assert total == len(sources) == 7
     by_id = {s.source_id: s for s in sources}
     per_parent = by_parent(stored(rl))
@@ -55,27 +56,27 @@ def test_sources_list_the_tree_with_state_counts_hashes_and_times(rl: Ragline,
     assert s.created_at and s.updated_at >= s.created_at
     assert s.root == str(book.resolve())  # the owner (local) sees the root
     assert by_id["upload/note.md"].origin == "upload"
-    page, total = rl.list_sources(rl.owner(), "book", limit=2, offset=1)
+    page, total = rl.documents.sources(rl.owner(), "book", limit=2, offset=1)
     assert [p.source_id for p in page] == sorted(by_id)[1:3] and total == 7
-    detail = rl.get_source(rl.owner(), "book", sid(SENSING))
+    detail = rl.documents.source(rl.owner(), "book", sid(SENSING))
     assert detail.chunk_ids == [r.id for r in per_parent[sid(SENSING)]]
     assert detail.chunks_in_store == len(detail.chunk_ids)
     assert detail.title == "Lesson 1.1: How Robots Sense"
 
 
 def test_delete_source_removes_chunks_and_state_together(rl: Ragline, book: Path) -> None:
-    rl.services.ingest.run_directory("book", T, book)
+    ingest_tree(rl, "book", T, book)
     n_before = len(stored(rl))
     n_sensing = len(by_parent(stored(rl))[sid(SENSING)])
-    assert rl.delete_source(rl.owner(), "book", sid(SENSING)) == n_sensing
+    assert rl.documents.delete_source(rl.owner(), "book", sid(SENSING)) == n_sensing
     assert len(stored(rl)) == n_before - n_sensing
     assert sid(SENSING) not in by_parent(stored(rl))
     with pytest.raises(SourceNotFound):
-        rl.get_source(rl.owner(), "book", sid(SENSING))
+        rl.documents.source(rl.owner(), "book", sid(SENSING))
     with pytest.raises(SourceNotFound):
-        rl.delete_source(rl.owner(), "book", sid(SENSING))
+        rl.documents.delete_source(rl.owner(), "book", sid(SENSING))
     # the file is still in the tree: the next run writes it again, as new
-    stats = rl.services.ingest.run_directory("book", T, book)
+    stats = ingest_tree(rl, "book", T, book)
     assert stats.files_changed == 1 and stats.chunks_created == n_sensing
     assert len(stored(rl)) == n_before
 
@@ -85,22 +86,22 @@ def test_another_tenants_source_is_not_found(rl: Ragline) -> None:
 
     upload(rl, "note.md", NOTE)
     other = Principal("acme", Role.USER)
-    assert rl.list_sources(other, "book") == ([], 0)
+    assert rl.documents.sources(other, "book") == ([], 0)
     with pytest.raises(SourceNotFound):
-        rl.get_source(other, "book", "upload/note.md")
+        rl.documents.source(other, "book", "upload/note.md")
     with pytest.raises(SourceNotFound):
-        rl.delete_source(other, "book", "upload/note.md")
-    assert rl.get_source(rl.owner(), "book", "upload/note.md").chunks_in_store > 0
+        rl.documents.delete_source(other, "book", "upload/note.md")
+    assert rl.documents.source(rl.owner(), "book", "upload/note.md").chunks_in_store > 0
 
 
 def test_documents_delete_of_every_chunk_drops_the_state(rl: Ragline) -> None:
     """The issue's case: deleting an upload's chunks through the documents API, then
     re-sending it, must write it again (it answered "unchanged" over an empty store)."""
     first = upload(rl, "note.md", NOTE)
-    assert rl.delete_documents(rl.owner(), "book",
+    assert rl.documents.delete(rl.owner(), "book",
                                where={"source_id": "upload/note.md"}) == first.chunks
     assert stored(rl) == []
-    assert rl.list_sources(rl.owner(), "book") == ([], 0)
+    assert rl.documents.sources(rl.owner(), "book") == ([], 0)
     again = upload(rl, "note.md", NOTE)
     assert not again.unchanged and again.chunks == first.chunks
     assert len(stored(rl)) == first.chunks
@@ -110,14 +111,14 @@ def test_documents_delete_of_some_chunks_marks_the_source_modified(rl: Ragline) 
     first = upload(rl, "note.md", NOTE)
     assert first.chunks >= 3
     ids = [r.id for r in by_parent(stored(rl))["upload/note.md"]]
-    assert rl.delete_documents(rl.owner(), "book", ids=ids[:2]) == 2
-    detail = rl.get_source(rl.owner(), "book", "upload/note.md")
+    assert rl.documents.delete(rl.owner(), "book", ids=ids[:2]) == 2
+    detail = rl.documents.source(rl.owner(), "book", "upload/note.md")
     assert detail.state == "modified"
     assert detail.chunk_ids == ids[2:] and detail.chunks_in_store == len(ids) - 2
     again = upload(rl, "note.md", NOTE)  # not "unchanged": the two chunks come back
     assert not again.unchanged
     assert [r.id for r in by_parent(stored(rl))["upload/note.md"]] == ids
-    assert rl.get_source(rl.owner(), "book", "upload/note.md").state == "ingested"
+    assert rl.documents.source(rl.owner(), "book", "upload/note.md").state == "ingested"
     assert upload(rl, "note.md", NOTE).unchanged  # and now it is
 
 
@@ -126,21 +127,21 @@ def test_a_delete_that_touches_no_ingested_chunk_leaves_sources_clean(rl: Raglin
 
     upload(rl, "note.md", NOTE)
     ids = [r.id for r in by_parent(stored(rl))["upload/note.md"]]
-    rl.add_documents(rl.owner(), "book", [DocumentInput("a plain document", {"k": 1},
+    rl.documents.add(rl.owner(), "book", [DocumentInput("a plain document", {"k": 1},
                                                         id="plain")])
     # ids name one ingested chunk, but 'where' keeps only the plain document
-    assert rl.delete_documents(rl.owner(), "book", ids=[ids[0], "plain"],
+    assert rl.documents.delete(rl.owner(), "book", ids=[ids[0], "plain"],
                                where={"k": 1}) == 1
-    assert rl.get_source(rl.owner(), "book", "upload/note.md").state == "ingested"
+    assert rl.documents.source(rl.owner(), "book", "upload/note.md").state == "ingested"
     assert upload(rl, "note.md", NOTE).unchanged
 
 
 def test_directory_run_rewrites_a_source_whose_chunks_were_deleted(rl: Ragline,
                                                                    book: Path) -> None:
-    rl.services.ingest.run_directory("book", T, book)
+    ingest_tree(rl, "book", T, book)
     ids = [r.id for r in by_parent(stored(rl))[sid(CODE)]]
-    rl.delete_documents(rl.owner(), "book", ids=ids[-1:])
-    stats = rl.services.ingest.run_directory("book", T, book)
+    rl.documents.delete(rl.owner(), "book", ids=ids[-1:])
+    stats = ingest_tree(rl, "book", T, book)
     assert stats.files_changed == 1 and stats.files_skipped == 5
     assert stats.texts_embedded == 1  # only the deleted chunk; the others keep their vectors
     assert [r.id for r in by_parent(stored(rl))[sid(CODE)]] == ids
@@ -149,11 +150,11 @@ def test_directory_run_rewrites_a_source_whose_chunks_were_deleted(rl: Ragline,
 def test_a_tenant_emptying_the_collection_drops_its_state(rl: Ragline, book: Path) -> None:
     from ragline.core.principal import Principal, Role
 
-    rl.services.ingest.run_directory("book", T, book)
+    ingest_tree(rl, "book", T, book)
     user = Principal(T, Role.USER)
-    assert rl.empty_collection(user, "book") > 0
-    assert rl.list_sources(rl.owner(), "book") == ([], 0)
-    stats = rl.services.ingest.run_directory("book", T, book)
+    assert rl.collections.empty(user, "book") > 0
+    assert rl.documents.sources(rl.owner(), "book") == ([], 0)
+    stats = ingest_tree(rl, "book", T, book)
     assert stats.files_changed == 6 and stats.files_skipped == 0
 
 
@@ -177,16 +178,16 @@ def test_a_crash_mid_delete_never_leaves_an_unchanged_source_without_chunks(
             raise Boom("killed in settle")
         monkeypatch.setattr(sv.ingest_state, "settle", die)
     with pytest.raises(Boom):
-        rl.delete_documents(rl.owner(), "book", ids=ids[:3])
+        rl.documents.delete(rl.owner(), "book", ids=ids[:3])
     monkeypatch.undo()
     assert len(stored(rl)) == first.chunks - 3
-    assert rl.get_source(rl.owner(), "book", "upload/note.md").state == "modified"
-    report = rl.verify(rl.owner())
+    assert rl.documents.source(rl.owner(), "book", "upload/note.md").state == "modified"
+    report = rl.admin.verify(rl.owner())
     assert [(f.kind, f.count) for f in report.problems] == [("missing_chunks", 3)]
     assert not report.ok
-    repaired = rl.verify(rl.owner(), repair=True)
-    assert repaired.ok and rl.verify(rl.owner()).findings == []
-    assert rl.get_source(rl.owner(), "book", "upload/note.md").chunk_ids == ids[3:]
+    repaired = rl.admin.verify(rl.owner(), repair=True)
+    assert repaired.ok and rl.admin.verify(rl.owner()).findings == []
+    assert rl.documents.source(rl.owner(), "book", "upload/note.md").chunk_ids == ids[3:]
     assert not upload(rl, "note.md", NOTE).unchanged
     assert len(stored(rl)) == first.chunks
 
@@ -199,10 +200,10 @@ def test_a_crash_before_the_store_delete_only_costs_a_rewrite(
         raise Boom("killed before the store delete")
     monkeypatch.setattr(rl.services.documents, "delete", die)
     with pytest.raises(Boom):
-        rl.delete_documents(rl.owner(), "book", where={"source_id": "upload/note.md"})
+        rl.documents.delete(rl.owner(), "book", where={"source_id": "upload/note.md"})
     monkeypatch.undo()
     assert len(stored(rl)) == first.chunks
-    assert rl.verify(rl.owner()).ok  # modified but agreeing with the store
+    assert rl.admin.verify(rl.owner()).ok  # modified but agreeing with the store
     again = upload(rl, "note.md", NOTE)
     assert not again.unchanged and again.texts_embedded == 0
 
@@ -210,59 +211,59 @@ def test_a_crash_before_the_store_delete_only_costs_a_rewrite(
 # -- moved roots ---------------------------------------------------------------------------
 def test_reingesting_a_moved_tree_reconciles_deleted_files(rl: Ragline, book: Path,
                                                            tmp_path: Path) -> None:
-    rl.services.ingest.run_directory("book", T, book)
+    ingest_tree(rl, "book", T, book)
     before = {r.id for r in stored(rl)}
     code_ids = {r.id for r in by_parent(stored(rl))[sid(CODE)]}
     moved = tmp_path / "moved-book"
     shutil.move(book, moved)
     (moved / CODE).unlink()  # deleted while (or after) it moved
-    stats = rl.services.ingest.run_directory("book", T, moved)
+    stats = ingest_tree(rl, "book", T, moved)
     assert stats.files_deleted == 1 and stats.files_changed == 0
     assert stats.files_skipped == 5 and stats.texts_embedded == 0
     assert any("no longer exist" in w for w in stats.warnings)
     assert sid(CODE) not in by_parent(stored(rl))
     assert {r.id for r in stored(rl)} == before - code_ids
-    sources, _ = rl.list_sources(rl.owner(), "book")
+    sources, _ = rl.documents.sources(rl.owner(), "book")
     assert {s.root for s in sources} == {str(moved.resolve())}
-    again = rl.services.ingest.run_directory("book", T, moved)
+    again = ingest_tree(rl, "book", T, moved)
     assert again.files_skipped == 5 and again.files_changed == again.files_deleted == 0
-    assert rl.verify(rl.owner()).findings == []
+    assert rl.admin.verify(rl.owner()).findings == []
 
 
 def test_a_moved_tree_leaves_nothing_behind_compared_with_a_clean_run(
         rl: Ragline, book: Path, tmp_path: Path) -> None:
-    rl.services.ingest.run_directory("book", T, book)
+    ingest_tree(rl, "book", T, book)
     moved = tmp_path / "renamed"
     book.rename(moved)
     (moved / SENSING).unlink()
-    rl.services.ingest.run_directory("book", T, moved)
+    ingest_tree(rl, "book", T, moved)
     assert snapshot(rl) == clean_snapshot(tmp_path, moved)
 
 
 def test_a_second_tree_that_still_exists_is_not_reconciled_away(rl: Ragline, book: Path,
                                                                 tmp_path: Path) -> None:
-    rl.services.ingest.run_directory("book", T, book)
+    ingest_tree(rl, "book", T, book)
     other = tmp_path / "other"
     (other / "extra").mkdir(parents=True)
     (other / "extra" / "page.md").write_text("# Extra\n\nAnother tree's page.\n")
-    stats = rl.services.ingest.run_directory("book", T, other)
+    stats = ingest_tree(rl, "book", T, other)
     assert stats.files_deleted == 0
-    assert len(rl.list_sources(rl.owner(), "book")[0]) == 7
+    assert len(rl.documents.sources(rl.owner(), "book")[0]) == 7
 
 
 def test_a_missing_root_sharing_nothing_with_the_tree_is_left_alone(
         rl: Ragline, book: Path, tmp_path: Path) -> None:
     """An unmounted disk holding another book is not a move: its sources stay."""
-    rl.services.ingest.run_directory("book", T, book)
+    ingest_tree(rl, "book", T, book)
     shutil.rmtree(book)
     other = tmp_path / "other"
     other.mkdir()
     (other / "page.md").write_text("# Page\n\nUnrelated.\n")
-    stats = rl.services.ingest.run_directory("book", T, other)
+    stats = ingest_tree(rl, "book", T, other)
     assert stats.files_deleted == 0
-    assert len(rl.list_sources(rl.owner(), "book")[0]) == 7
-    notices = [f for f in rl.verify(rl.owner()).findings if f.kind == "missing_root"]
-    assert [f.count for f in notices] == [6] and rl.verify(rl.owner()).ok
+    assert len(rl.documents.sources(rl.owner(), "book")[0]) == 7
+    notices = [f for f in rl.admin.verify(rl.owner()).findings if f.kind == "missing_root"]
+    assert [f.count for f in notices] == [6] and rl.admin.verify(rl.owner()).ok
 
 
 def test_a_crash_before_an_updates_commit_never_makes_the_old_bytes_unchanged(
@@ -279,9 +280,9 @@ def test_a_crash_before_an_updates_commit_never_makes_the_old_bytes_unchanged(
     with pytest.raises(Boom):
         upload(rl, "note.md", v2_text)
     monkeypatch.undo()
-    assert rl.get_source(rl.owner(), "book", "upload/note.md").state == "modified"
+    assert rl.documents.source(rl.owner(), "book", "upload/note.md").state == "modified"
     again = upload(rl, "note.md", NOTE)
     assert not again.unchanged
     chunks = by_parent(stored(rl))["upload/note.md"]
     assert len(chunks) == v1.chunks and all("Changed" not in r.text for r in chunks)
-    assert rl.verify(rl.owner()).findings == []
+    assert rl.admin.verify(rl.owner()).findings == []

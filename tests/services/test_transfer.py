@@ -34,17 +34,18 @@ def test_an_embedded_directory_moves_to_postgres_with_its_vectors(tmp_path: Path
     acme = Principal.owner("acme")
     with Ragline(fake_settings(tmp_path / "embedded")) as src:
         me = src.owner()
-        src.create_key(me, "user", "acme", "names the tenant")  # so the export finds it
-        src.create_collection(me, "notes", {"team": "x"})
-        src.add_documents(me, "notes", [DocumentInput(f"note {i}", {"i": i, "tags": ["a"]},
+        src.keys.create(me, "user", "acme", "names the tenant")  # so the export finds it
+        src.collections.create(me, "notes", {"team": "x"})
+        src.documents.add(me, "notes", [DocumentInput(f"note {i}", {"i": i, "tags": ["a"]},
                                                       _vec(i), f"n{i}") for i in range(1200)])
-        src.add_documents(acme, "notes", [DocumentInput("acme only", {"i": -1}, _vec(3), "x")])
-        src.ingest(me, IngestSource("directory", path=str(copy_book(tmp_path))), wait=True)
+        src.documents.add(acme, "notes", [DocumentInput("acme only", {"i": -1}, _vec(3), "x")])
+        src.ingestion.submit(me, IngestSource("directory", path=str(copy_book(tmp_path))),
+                             wait=True)
         buf = io.StringIO()
-        counts = src.export_data(me, buf)
+        counts = src.admin.export(me, buf)
         query = SearchRequest(collection="notes", embedding=_vec(5), limit=5)
-        before = [h.id for h in src.search_sync(me, query).hits]
-        book_before = src.search_sync(me, SearchRequest(collection="book", query="camera",
+        before = [h.id for h in src.search.query_sync(me, query).hits]
+        book_before = src.search.query_sync(me, SearchRequest(collection="book", query="camera",
                                                          limit=3)).hits
     assert counts["documents"]["notes"] == {"acme": 1, "default": 1200}
     assert counts["documents"]["book"]["default"] > 6
@@ -56,25 +57,25 @@ def test_an_embedded_directory_moves_to_postgres_with_its_vectors(tmp_path: Path
                                                             "db_schema": f"{schema}_v"})
     with Ragline(target) as dst:
         me = dst.owner()
-        got = dst.import_data(me, io.StringIO(buf.getvalue()))
+        got = dst.admin.import_(me, io.StringIO(buf.getvalue()))
         assert got["documents"] == {c: {t: n for t, n in per.items() if n}
                                     for c, per in counts["documents"].items()}
-        assert dst.get_collection(me, "notes").metadata == {"team": "x"}
-        assert dst.get_collection(me, "notes").count == 1200
-        assert dst.get_collection(acme, "notes").count == 1
-        doc = dst.get_document(me, "notes", "n7")
+        assert dst.collections.get(me, "notes").metadata == {"team": "x"}
+        assert dst.collections.get(me, "notes").count == 1200
+        assert dst.collections.get(acme, "notes").count == 1
+        doc = dst.documents.get(me, "notes", "n7")
         assert (doc.text, doc.metadata) == ("note 7", {"i": 7, "tags": ["a"]})
         query = SearchRequest(collection="notes", embedding=_vec(5), limit=5)
-        after = [h.id for h in dst.search_sync(me, query).hits]
+        after = [h.id for h in dst.search.query_sync(me, query).hits]
         assert after == before  # the same vectors
-        book = dst.get_collection(me, "book")
+        book = dst.collections.get(me, "book")
         assert book.embed == {"provider": "fake", "model": book.embed["model"]} \
             if book.embed else False
         # a text query embeds with the collection's embedder: the top hit is the same
-        hits = dst.search_sync(me, SearchRequest(collection="book", query="camera",
+        hits = dst.search.query_sync(me, SearchRequest(collection="book", query="camera",
                                                  limit=3)).hits
         assert hits[0].id == book_before[0].id
         with pytest.raises(CollectionExists):  # an import never merges into a collection
-            dst.import_data(me, io.StringIO(buf.getvalue()))
+            dst.admin.import_(me, io.StringIO(buf.getvalue()))
         with pytest.raises(InvalidInput, match="ragline-export"):
-            dst.import_data(me, io.StringIO('{"format": "other"}\n'))
+            dst.admin.import_(me, io.StringIO('{"format": "other"}\n'))

@@ -18,6 +18,7 @@ import pytest
 
 from ragline.errors import InsufficientStorage, InvalidInput
 from ragline.facade import Ragline
+from ragline.library import Library
 from ragline.providers.stores.qdrant_edge.provider import QdrantEdgeStore
 from ragline.services import documents
 from ragline.services.documents import WRITE_PART
@@ -38,7 +39,7 @@ def chunks(n: int, seed: int = 0, prefix: str = "d") -> list[dict[str, Any]]:
 def rl(tmp_path: Path) -> Iterator[Ragline]:
     settings = fake_settings(tmp_path, background_indexing=False)
     r = Ragline(settings).start()
-    r.create_collection(r.owner(), "c")
+    r.collections.create(r.owner(), "c")
     # the shard exists and its dimension is known
     write(r, chunks(3, seed=99, prefix="first-"))
     try:
@@ -65,7 +66,7 @@ def parts_made(rl: Ragline, monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 def write(rl: Ragline, batch: list[dict[str, Any]]) -> list[str]:
     chunks: list[Mapping[str, Any]] = list(batch)
-    return rl.store_batch("c", chunks)
+    return Library(rl, rl.owner()).store_batch("c", chunks)
 
 
 def count(rl: Ragline) -> int:

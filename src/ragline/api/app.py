@@ -53,7 +53,7 @@ def create_app(settings: Settings | None = None, ragline: Ragline | None = None)
         owned = ragline is None
         rl = ragline or Ragline(settings)
         rl.start()  # idempotent: a caller that built and started it keeps ownership
-        await anyio.to_thread.run_sync(rl.settle_pending)  # crash-left first writes (32)
+        await anyio.to_thread.run_sync(rl.admin.settle_pending)  # crash-left first writes (32)
         app.state.ragline = rl
         try:
             yield

@@ -54,7 +54,7 @@ def api_key(request: Request) -> str | None:
 
 def _resolve(request: Request, public_ok: bool) -> Principal:
     rl: Ragline = request.app.state.ragline
-    caller = rl.authenticate(api_key(request), request.headers.get(TENANT_HEADER),
+    caller = rl.keys.authenticate(api_key(request), request.headers.get(TENANT_HEADER),
                              public_ok=public_ok, role=request.headers.get(ROLE_HEADER))
     request.state.principal = caller
     return caller
@@ -77,7 +77,7 @@ async def get_optional_caller(request: Request) -> Principal | None:
     from ``/info``)."""
     rl: Ragline = request.app.state.ragline
     try:
-        if rl.auth_enabled and api_key(request) is None:
+        if rl.keys.enabled and api_key(request) is None:
             return None
         return _resolve(request, public_ok=False)
     except AuthenticationError:

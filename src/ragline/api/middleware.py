@@ -457,10 +457,10 @@ def install(app: FastAPI, settings: Settings) -> None:
             allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
             allow_headers=["authorization", "x-api-key", "content-type"])
     def authenticate(key: str | None) -> object:  # the facade is the app's, set at start
-        return app.state.ragline.authenticate(key, None, public_ok=True)
+        return app.state.ragline.keys.authenticate(key, None, public_ok=True)
 
     def known(key: str) -> bool:
-        return bool(app.state.ragline.key_known(key))
+        return bool(app.state.ragline.keys.known(key))
 
     app.add_middleware(RequestGuard, config=GuardConfig(
         allowed_hosts=settings.allowed_hosts, bound_host=settings.host,

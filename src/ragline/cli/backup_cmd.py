@@ -86,7 +86,7 @@ def backup(
                 manifest = _backup_over_http(client, dest, include_secrets)
         else:
             with Ragline(settings) as rl:
-                manifest = rl.backup(rl.owner(), dest, include_secrets=include_secrets)
+                manifest = rl.admin.backup(rl.owner(), dest, include_secrets=include_secrets)
     except RaglineError as exc:
         raise _fail(exc) from exc
     if as_json:
@@ -118,7 +118,7 @@ def restore(
     try:
         if settings.shared_catalog:
             with Ragline(settings) as rl:
-                manifest = rl.restore_catalog(rl.owner(), src)
+                manifest = rl.admin.restore_catalog(rl.owner(), src)
         else:
             manifest = do_restore(src, settings.data_dir)
     except RaglineError as exc:

@@ -176,7 +176,7 @@ def _ingest_here(target: LocalTarget, path: Path, collection: str, mode: str, qu
                        rate=f"{rate:.0f} emb/s")
 
         try:
-            done = rl.ingest(target.me, IngestSource(
+            done = rl.ingestion.submit(target.me, IngestSource(
                 "directory", collection, path=str(path.resolve()), mode=mode, trigger="cli"),
                 wait=True, progress=show).job
         finally:

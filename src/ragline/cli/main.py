@@ -202,7 +202,7 @@ def serve(
     rl.address = f"http://{host}:{port}"
     try:
         rl.start()  # lock, recovery and model loading before the port opens
-        first_key = rl.ensure_admin_key()
+        first_key = rl.keys.ensure_first_admin()
     except Exception as exc:
         log.critical("start-up failed: %s", exc)
         raise typer.Exit(1) from exc
@@ -303,7 +303,7 @@ def _banner(rl: object, host: str, port: int, first_key: str | None, api: object
         chat = f"{s.llm_model} at {where}"
     write(BannerFacts(
         version=__version__, host=host, port=port, data_dir=s.data_dir,
-        collections=len(rl.list_collections(rl.owner())), auth=auth,
+        collections=len(rl.collections.all(rl.owner())), auth=auth,
         console=has_console(api), log_format=s.log_format, config_file=s.config_file,
         first_admin_key=first_key, admin_key_file=s.data_dir / "admin-key.txt",
         chat_model=chat), sys.stderr)
@@ -319,11 +319,11 @@ def optimize(
 
     with Ragline(build_settings(data_dir)) as rl:
         me = rl.owner()
-        for c in rl.list_collections(me):
+        for c in rl.collections.all(me):
             if collection and c.name != collection:
                 continue
             if c.dimension:
-                changed = rl.optimize_collection(me, c.name)
+                changed = rl.collections.optimize(me, c.name)
                 typer.echo(f"{c.name}: {'optimized' if changed else 'already optimal'}")
 
 

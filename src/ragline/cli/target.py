@@ -122,63 +122,63 @@ class LocalTarget:
 
     # -- collections --------------------------------------------------------------------
     def list_collections(self) -> list[m.Collection]:
-        return [m.Collection(**asdict(c)) for c in self.rl.list_collections(self.me)]
+        return [m.Collection(**asdict(c)) for c in self.rl.collections.all(self.me)]
 
     def get_collection(self, name: str) -> m.Collection:
-        return m.Collection(**asdict(self.rl.get_collection(self.me, name)))
+        return m.Collection(**asdict(self.rl.collections.get(self.me, name)))
 
     def create_collection(self, name: str, metadata: Mapping[str, Any] | None = None, *,
                           embed_provider: str | None = None,
                           embed_model: str | None = None) -> m.Collection:
         embed = {"provider": embed_provider, "model": embed_model} if embed_provider else None
-        view = self.rl.create_collection(self.me, name, dict(metadata) if metadata else None,
+        view = self.rl.collections.create(self.me, name, dict(metadata) if metadata else None,
                                          None, None, embed)
         return m.Collection(**asdict(view), status="created")
 
     def delete_collection(self, name: str) -> str:
-        return self.rl.delete_collection(self.me, name)
+        return self.rl.collections.delete(self.me, name)
 
     def empty_collection(self, name: str) -> m.DocumentsDeleted:
         return m.DocumentsDeleted(collection=name, status="emptied",
-                                  count_deleted=self.rl.empty_collection(self.me, name))
+                                  count_deleted=self.rl.collections.empty(self.me, name))
 
     # -- documents ------------------------------------------------------------------------
     def list_documents(self, name: str, *, where: Mapping[str, Any] | None = None,
                        limit: int = 100, offset: int = 0) -> m.DocumentPage:
-        page = self.rl.list_documents(self.me, name, dict(where) if where else None, limit,
+        page = self.rl.documents.page(self.me, name, dict(where) if where else None, limit,
                                       offset)
         docs = [m.Document(id=r.id, text=r.text, metadata=r.metadata) for r in page.records]
         return m.DocumentPage(documents=docs, count=len(docs), total=page.total)
 
     def get_document(self, name: str, doc_id: str) -> m.Document:
-        r = self.rl.get_document(self.me, name, doc_id)
+        r = self.rl.documents.get(self.me, name, doc_id)
         return m.Document(id=r.id, text=r.text, metadata=r.metadata)
 
     def add_documents(self, name: str,
                       documents: Sequence[Mapping[str, Any]]) -> m.DocumentsAdded:
         docs = [DocumentInput(d.get("text", ""), d.get("metadata"), d.get("embedding"),
                               d.get("id")) for d in documents]
-        ids = self.rl.add_documents(self.me, name, docs)
+        ids = self.rl.documents.add(self.me, name, docs)
         return m.DocumentsAdded(status="success", collection=name, count=len(ids), ids=ids)
 
     def delete_documents(self, name: str, ids: Sequence[str] | None = None,
                          where: Mapping[str, Any] | None = None) -> m.DocumentsDeleted:
-        n = self.rl.delete_documents(self.me, name, list(ids) if ids is not None else None,
+        n = self.rl.documents.delete(self.me, name, list(ids) if ids is not None else None,
                                      dict(where) if where is not None else None)
         return m.DocumentsDeleted(status="deleted", collection=name, count_deleted=n)
 
     # -- sources --------------------------------------------------------------------------
     def list_sources(self, collection: str, *, limit: int = 100,
                      offset: int = 0) -> m.SourceList:
-        found, total = self.rl.list_sources(self.me, collection, limit, offset)
+        found, total = self.rl.documents.sources(self.me, collection, limit, offset)
         rows = [m.Source(**asdict(s)) for s in found]
         return m.SourceList(sources=rows, count=len(rows), total=total)
 
     def get_source(self, collection: str, source_id: str) -> m.SourceDetail:
-        return m.SourceDetail(**asdict(self.rl.get_source(self.me, collection, source_id)))
+        return m.SourceDetail(**asdict(self.rl.documents.source(self.me, collection, source_id)))
 
     def delete_source(self, collection: str, source_id: str) -> m.SourceDeleted:
-        n = self.rl.delete_source(self.me, collection, source_id)
+        n = self.rl.documents.delete_source(self.me, collection, source_id)
         return m.SourceDeleted(collection=collection, source_id=source_id, count_deleted=n,
                                status="deleted")
 
@@ -186,7 +186,7 @@ class LocalTarget:
     def search(self, collection: str | None = None, query: str | None = None, *,
                limit: int = 10, where: Mapping[str, Any] | None = None,
                mode: str | None = None, **options: Any) -> m.SearchResult:
-        res = self.rl.search_sync(self.me, SearchRequest(
+        res = self.rl.search.query_sync(self.me, SearchRequest(
             collection=collection, query=query, limit=limit,
             where=dict(where) if where else None, mode=mode, **options))  # type: ignore[arg-type]
         hits = [m.SearchHit(id=h.id, text=h.text, metadata=h.metadata, score=h.score,
@@ -200,35 +200,35 @@ class LocalTarget:
              collection: str | None = None) -> m.ChatAnswer:
         """``POST /api/chat`` with ``stream: false``: one turn in this process."""
         async def turn() -> dict[str, Any]:
-            return await self.rl.chat(self.me, message, conversation_id=conversation_id,
+            return await self.rl.answers.chat(self.me, message, conversation_id=conversation_id,
                                       collection=collection)
         return m.ChatAnswer(**self.rl.call_sync(turn))
 
     # -- jobs -----------------------------------------------------------------------------
     def jobs(self, *, limit: int = 20, collection: str | None = None) -> list[m.Job]:
-        return [job_model(j) for j in self.rl.jobs(self.me, limit, collection)]
+        return [job_model(j) for j in self.rl.ingestion.jobs(self.me, limit, collection)]
 
     def job(self, job_id: str) -> m.Job:
-        return job_model(self.rl.job(self.me, job_id))
+        return job_model(self.rl.ingestion.job(self.me, job_id))
 
     def rerun_job(self, job_id: str) -> m.JobStarted:
-        job = self.rl.rerun_job(self.me, job_id)
+        job = self.rl.ingestion.rerun(self.me, job_id)
         return m.JobStarted(job_id=job.id, status=job.status, rerun_of=job_id)
 
     def wait_for_job(self, job_id: str, *, timeout: float | None = None,
                      interval: float = 0.5) -> m.Job:
-        return job_model(self.rl.wait_for_job(self.me, job_id, timeout))
+        return job_model(self.rl.ingestion.wait(self.me, job_id, timeout))
 
     # -- keys -----------------------------------------------------------------------------
     def create_key(self, role: str, tenant: str, name: str = "") -> m.CreatedKey:
-        rec, key = self.rl.create_key(self.me, role, tenant, name)
+        rec, key = self.rl.keys.create(self.me, role, tenant, name)
         return m.CreatedKey(**asdict(rec), key=key)
 
     def list_keys(self) -> list[m.ApiKey]:
-        return [m.ApiKey(**asdict(k)) for k in self.rl.list_keys(self.me)]
+        return [m.ApiKey(**asdict(k)) for k in self.rl.keys.all(self.me)]
 
     def revoke_key(self, key_id: str) -> m.ApiKey:
-        return m.ApiKey(**asdict(self.rl.revoke_key(self.me, key_id)), status="revoked")
+        return m.ApiKey(**asdict(self.rl.keys.revoke(self.me, key_id)), status="revoked")
 
 
 def job_model(job: Job) -> m.Job:

@@ -29,7 +29,7 @@ def export(
 
     try:
         with Ragline(build_settings(data_dir)) as rl, out.open("w", encoding="utf-8") as f:
-            counts = rl.export_data(rl.owner(), f, tenant or [])
+            counts = rl.admin.export(rl.owner(), f, tenant or [])
     except RaglineError as exc:
         typer.echo(f"error: {exc.message}", err=True)
         raise typer.Exit(1) from exc
@@ -47,7 +47,7 @@ def import_(
 
     try:
         with Ragline(build_settings(data_dir)) as rl, file.open(encoding="utf-8") as f:
-            counts = rl.import_data(rl.owner(), f)
+            counts = rl.admin.import_(rl.owner(), f)
     except RaglineError as exc:
         typer.echo(f"error: {exc.message}", err=True)
         raise typer.Exit(1) from exc

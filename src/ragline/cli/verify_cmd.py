@@ -54,7 +54,7 @@ def verify(
         console.print(f"[red]cannot open the data directory:[/red] {exc.message}")
         raise typer.Exit(2) from exc
     try:
-        report = rl.verify(rl.owner(), repair=repair, collection=collection)
+        report = rl.admin.verify(rl.owner(), repair=repair, collection=collection)
     except RaglineError as exc:
         console.print(f"[red]error:[/red] {exc.message}")
         raise typer.Exit(2) from exc

@@ -48,6 +48,7 @@ def worker(
         log.critical("worker start-up failed: %s", exc)
         raise typer.Exit(1) from exc
     signals = [0]
+    ingestion = rl.ingestion  # the door, kept: a signal may come after close()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         signals[0] += 1
@@ -55,13 +56,13 @@ def worker(
             os._exit(1)
         log.info("worker stopping (%s): the running job stops at its next checkpoint",
                  signal.Signals(signum).name)
-        rl.stop_work()
+        ingestion.stop_work()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:
         log.info("worker ready: taking ingestion jobs from the shared queue")
-        done = rl.work(rl.owner(), exit_when_idle=exit_when_idle)
+        done = ingestion.work(rl.owner(), exit_when_idle=exit_when_idle)
     except RaglineError as exc:
         typer.echo(f"error: {exc.message}", err=True)
         raise typer.Exit(2) from exc

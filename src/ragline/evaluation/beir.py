@@ -2,7 +2,7 @@
 
 Loading and searching go through a :class:`Backend`: ``ragline.client.Client`` for a
 running server, or the CLI's in-process adapter of the ``Ragline`` facade (queries
-through :meth:`Ragline.search_sync`, the same pipeline as the HTTP API), so the
+through `rl.search.query_sync`, the same pipeline as the HTTP API), so the
 figures describe what users get. Metrics come from pytrec_eval (the trec_eval
 implementation), not from our own code.
 """

@@ -2,7 +2,7 @@
 
 A team writes the questions its users ask, each with the source(s) that
 should answer it, in a JSONL or YAML file (see ``docs/evaluation.md``). Every
-question is searched through :meth:`Ragline.search_sync`, the same pipeline as
+question is searched through `rl.search.query_sync`, the same pipeline as
 the HTTP API and ``ragline eval beir``, so the numbers describe what users get.
 A run's JSON report can be given back as the baseline of a later run, which
 then lists the questions that moved; metrics can be checked against
@@ -324,7 +324,7 @@ def facade_searcher(rl: Ragline) -> Searcher:
     def search(question: str, collection: str, mode: str | None,
                where: dict[str, Any] | None, limit: int,
                options: dict[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
-        res = rl.search_sync(me, SearchRequest(
+        res = rl.search.query_sync(me, SearchRequest(
             collection=collection, query=question, mode=mode,  # type: ignore[arg-type]
             where=where, limit=limit, **options))
         return [(h.id, h.metadata) for h in res.hits]

@@ -1,6 +1,6 @@
 """Wiring of the answer services (issue 11): the chat model slot, the tools, chat and
 checklists over the one search pipeline. Built by ``Ragline.start()`` and kept on
-``Services``; the facade's answer methods (``ragline.facade_answers``) call them.
+``Services``; the answers door (``ragline.doors.answers``) calls them.
 """
 
 from __future__ import annotations

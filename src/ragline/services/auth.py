@@ -1,6 +1,6 @@
 """Who may call: API keys, roles, tenants and the public-search exception.
 
-Resolution, once per request (``Ragline.authenticate``):
+Resolution, once per request (``rl.keys.authenticate``):
 
 * auth off (``RAGLINE_AUTH=off``): the caller is the owner (admin, default tenant);
 * a valid key: its role and tenant. An admin may act on another tenant by naming

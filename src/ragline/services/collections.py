@@ -58,9 +58,9 @@ def check_access_metadata(metadata: dict[str, Any]) -> None:
 
 
 class CollectionService:
-    disk: DiskGuard = DiskGuard.unlimited()  # the facade sets the configured guard
     def __init__(self, catalog: CollectionCatalog, store: VectorStore,
-                 embedders: EmbedderPool | None = None) -> None:
+                 embedders: EmbedderPool | None = None, disk: DiskGuard | None = None) -> None:
+        self.disk = disk or DiskGuard.unlimited()
         self.catalog = catalog
         self.store = store
         self.embedders = embedders

@@ -47,11 +47,12 @@ class DocumentInput:
 
 
 class DocumentService:
-    disk: DiskGuard = DiskGuard.unlimited()  # the facade sets the configured guard
     def __init__(
         self, collections: CollectionService, store: VectorStore, max_per_request: int,
         embedders: EmbedderPool | None = None, limits: InputLimits | None = None,
+        disk: DiskGuard | None = None,
     ) -> None:
+        self.disk = disk or DiskGuard.unlimited()
         self.limits = limits or InputLimits()
         self.max_dimension = self.limits.max_dimension
         self.collections = collections

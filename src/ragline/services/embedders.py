@@ -35,13 +35,16 @@ ConnectionLookup = Callable[[str], "tuple[str, ProviderConfig] | None"]
 
 
 class EmbedderPool:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings,
+                 connections: ConnectionLookup = lambda _cid: None) -> None:
+        """``connections``: the named embedder connections (``embed.provider`` may name
+        one); the default knows none."""
         self.settings = settings
         self._embedders: dict[tuple[str, str | None], CachedEmbedder] = {}
         self._batchers: dict[tuple[str, str | None], MicroBatcher] = {}
         self._lock = threading.Lock()
         self._keys: dict[tuple[str, str | None], tuple[str, str | None]] = {}
-        self.connections: ConnectionLookup = lambda _cid: None  # set by the facade
+        self.connections = connections
         self._loaded_names: set[str] = set()
 
     def names(self) -> list[str]:

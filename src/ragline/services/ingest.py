@@ -64,11 +64,12 @@ FLUSH_RECORDS = 512
 
 class IngestService:
     def __init__(self, settings: Settings, collections: CollectionService, store: VectorStore,
-                 embedders: EmbedderPool, state: SourceStates) -> None:
+                 embedders: EmbedderPool, state: SourceStates,
+                 disk: DiskGuard | None = None) -> None:
         self.settings = settings
         self.limits = parser_limits(settings)  # handed to every parser (HTML, PDF budgets)
         self.fetcher = UrlFetcher(settings, self.limits)
-        self.disk = DiskGuard.unlimited()  # the facade sets the configured guard
+        self.disk = disk or DiskGuard.unlimited()
         self._upload_slots = threading.BoundedSemaphore(settings.max_concurrent_uploads)
         self.collections = collections
         self.store = store

@@ -21,6 +21,7 @@ from ragline.core.types import CollectionInfo
 from ragline.core.usage import UsageCache
 from ragline.providers.base import Health
 from ragline.providers.registry import registry
+from ragline.providers.rerankers.base import Reranker
 from ragline.providers.stores.base import VectorStore
 from ragline.services.collections import CollectionService
 from ragline.services.diskspace import DiskGuard
@@ -63,7 +64,7 @@ class HealthView:
 class OperationsService:
     def __init__(self, data_dir: Path, store: VectorStore, collections: CollectionService,
                  embedders: EmbedderPool, retrieval: RetrievalService,
-                 reranker: Callable[[], Any | None], disk: DiskGuard | None = None,
+                 reranker: Callable[[], Reranker | None], disk: DiskGuard | None = None,
                  indexing: IndexingService | None = None,
                  catalog: dict[str, Any] | None = None) -> None:
         self.disk = disk or DiskGuard.unlimited()

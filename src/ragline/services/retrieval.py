@@ -5,7 +5,7 @@ There is one pipeline, async: queries are embedded through the micro-batcher
 and store queries go through a second coalescer (concurrent requests' searches
 on one shard leave as one ``query_batch`` call). Synchronous callers (CLI,
 evaluation) run the same coroutine on the facade's own loop
-(``Ragline.search_sync``), so every entry point ranks identically.
+(``rl.search.query_sync``), so every entry point ranks identically.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from ragline.core.types import CollectionInfo, ScoredRecord, SearchMode, StoreQu
 from ragline.core.types import Fusion as FusionKind
 from ragline.errors import InvalidInput
 from ragline.observability import metrics
+from ragline.providers.rerankers.base import Reranker
 from ragline.providers.stores.base import VectorStore
 from ragline.services.boosts import BoostConfig, apply_boosts, merge_boost_config
 from ragline.services.collections import CollectionService
@@ -84,14 +85,16 @@ class _Plan:
 class RetrievalService:
     def __init__(self, collections: CollectionService, store: VectorStore,
                  embedders: EmbedderPool, rrf_k: int, candidates: int,
-                 reranker: Callable[[], Any] = lambda: None, fusion: Fusion = "dbsf",
+                 reranker: Callable[[], Reranker | None] = lambda: None,
+                 fusion: Fusion = "dbsf",
                  batch: BatchSettings | None = None, overviews: Overviews = "yield",
-                 overview_window: int = 10, diversity: Diversity | None = None) -> None:
+                 overview_window: int = 10, diversity: Diversity | None = None,
+                 limits: InputLimits | None = None) -> None:
         self.fusion = fusion
         self.diversity = diversity if diversity is not None else Diversity(per_source=0)
         self.overviews = overviews
         self.overview_window = overview_window
-        self.limits = InputLimits()  # the facade sets the configured ones
+        self.limits = limits or InputLimits()
         self.collections = collections
         self.store = store
         self.embedders = embedders
@@ -242,7 +245,8 @@ class RetrievalService:
                                  "with --cross-encoder, setting cross_encoder_model)")
         text = (q.query or "").strip()
         if reranker is not None and hits:
-            ranked = reranker.rerank(text, [{"id": i, "text": h.text} for i, h in enumerate(hits)])
+            ranked: list[Any] = reranker.rerank(
+                text, [{"id": i, "text": h.text} for i, h in enumerate(hits)])
             if all("score" in r for r in ranked):
                 if q.explain:
                     for r in ranked:

@@ -1,6 +1,6 @@
 """The :class:`~ragline.services.rag_context.Retriever` the answer services use in
 production: main's search use case (:class:`~ragline.services.searching.SearchService`,
-the same pipeline as ``POST /search`` and ``Ragline.search``: one default-collection
+the same pipeline as ``POST /search`` and ``rl.search.query``: one default-collection
 rule, filter limits, hybrid by default, boosts, tenant filter) plus the per-turn
 query-embedding cache and the relevance scale.
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from ragline.errors import InvalidInput
 from ragline.providers.registry import registry
+from ragline.providers.rerankers.base import Reranker
 from ragline.providers.stores.base import VectorStore
 from ragline.settings import Settings
 
@@ -48,7 +49,7 @@ def check_model_name(model: Any) -> None:
                            "are configured by the operator (RAGLINE_EMBEDDER_OPTIONS)")
 
 
-def build_reranker(settings: Settings) -> Any | None:
+def build_reranker(settings: Settings) -> Reranker | None:
     """The configured reranker, or ``None`` (logged) when none is configured.
 
     ``reranker`` + ``reranker_options`` name any registered reranker; without
@@ -57,7 +58,8 @@ def build_reranker(settings: Settings) -> Any | None:
     that was asked for but cannot load raises ``ModelLoadError``.
     """
     if settings.reranker:
-        reranker = registry.build("rerankers", settings.reranker, settings.reranker_options)
+        reranker: Reranker = registry.build("rerankers", settings.reranker,
+                                            settings.reranker_options)
         log.info("reranker %s loaded (%s)", settings.reranker, getattr(reranker, "model", ""))
         return reranker
     try:
@@ -65,3 +67,15 @@ def build_reranker(settings: Settings) -> Any | None:
     except ImportError:  # the rerank extra is not installed
         return None
     return load_from_settings(settings)
+
+
+class RerankerSlot:
+    """The loaded reranker (or ``None``), read at use: retrieval, ``/rerank`` and
+    ``/health`` all see a model loaded or replaced after start-up. A store
+    connection's services read the server's slot (``Borrowed.reranker``)."""
+
+    def __init__(self, reranker: Reranker | None = None) -> None:
+        self.current = reranker
+
+    def __call__(self) -> Reranker | None:
+        return self.current

@@ -91,14 +91,14 @@ def test_a_collection_embedding_with_gemini(gemini: Gemini, tmp_path: Path) -> N
     rl = Ragline(settings).start()
     try:
         owner = rl.owner()
-        rl.create_collection(owner, "kb", embed={"provider": "gemini"})
+        rl.collections.create(owner, "kb", embed={"provider": "gemini"})
         gemini.seen.clear()
-        rl.add_documents(owner, "kb", [DocumentInput("ROS 2 topics carry messages", {},
+        rl.documents.add(owner, "kb", [DocumentInput("ROS 2 topics carry messages", {},
                                                      None, "t1")])
         assert {r["body"]["requests"][0]["taskType"] for r in gemini.seen} == {
             "RETRIEVAL_DOCUMENT"}
         gemini.seen.clear()
-        res = rl.search_sync(owner, SearchRequest(
+        res = rl.search.query_sync(owner, SearchRequest(
             collection="kb", query="how do nodes talk?", mode="dense", limit=1))
         assert [h.id for h in res.hits] == ["t1"]
         assert [r["body"]["requests"][0]["taskType"] for r in gemini.seen] == [

@@ -58,15 +58,15 @@ def test_a_local_ragline_keeps_its_shards_on_the_remote(
                         store_options=cfg.model_dump(mode="json") | {"api_key": remote[1]})
     with Ragline(settings) as rl:
         me = rl.owner()
-        rl.create_collection(me, "notes")
-        rl.add_documents(me, "notes", [
+        rl.collections.create(me, "notes")
+        rl.documents.add(me, "notes", [
             DocumentInput("robots", {"k": "a"}, [1.0, 0.0, 0.0], "r"),
             DocumentInput("bananas", {"k": "b"}, [0.0, 1.0, 0.0], "b")])
-        hits = rl.search_sync(me, SearchRequest(collection="notes", embedding=[0.9, 0.1, 0.0],
+        hits = rl.search.query_sync(me, SearchRequest(collection="notes", embedding=[0.9, 0.1, 0.0],
                                                 limit=1)).hits
         assert [h.id for h in hits] == ["r"]
-        assert rl.get_collection(me, "notes").count == 2
-        assert rl.health()["store"]["status"] == "ok"
+        assert rl.collections.get(me, "notes").count == 2
+        assert rl.admin.health()["store"]["status"] == "ok"
     store = RemoteRaglineStore(cfg)
     try:
         assert len(store.shard_keys()) == 1  # the remote holds the local collection's shard

@@ -2,7 +2,7 @@
 
 ``Authorization: Bearer KEY`` or ``X-API-Key: KEY``, plus ``X-Ragline-Tenant``
 for an admin acting in one tenant; the rules are the facade's
-(``Ragline.authenticate``), so ``/mcp`` and the HTTP API agree on every key.
+(``rl.keys.authenticate``), so ``/mcp`` and the HTTP API agree on every key.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ PRINCIPAL_STATE = "ragline_principal"
 
 def resolve_principal(rl: Ragline, headers: Mapping[str, str]) -> Principal:
     """The caller of an HTTP request; raises ``AuthenticationError``/``Forbidden``."""
-    return rl.authenticate(key_from_headers(headers), headers.get(TENANT_HEADER),
+    return rl.keys.authenticate(key_from_headers(headers), headers.get(TENANT_HEADER),
                            public_ok=False)
 
 
 def stdio_principal(rl: Ragline, key: str | None) -> Principal:
     """``ragline mcp``: the key's principal, or the data directory's owner without one
     (the process opened the data directory itself)."""
-    return rl.authenticate(key, None, public_ok=False) if key else rl.owner()
+    return rl.keys.authenticate(key, None, public_ok=False) if key else rl.owner()

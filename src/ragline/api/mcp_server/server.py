@@ -121,7 +121,7 @@ def build_server(get_rl: Callable[[], Ragline], caller: Principal | None = None)
         request = SearchRequest(collection=collection, query=query, mode=mode,
                                 where=where, limit=limit, rerank=rerank, expand=expand)
         rl, me = get_rl(), who()
-        res = await _run(lambda: rl.search(me, request))
+        res = await _run(lambda: rl.search.query(me, request))
         out: dict[str, Any] = {
             "collection": res.collection, "mode": res.mode, "stages": res.stages,
             "took_ms": round(res.took_ms, 2),
@@ -141,7 +141,7 @@ def build_server(get_rl: Callable[[], Ragline], caller: Principal | None = None)
         """The chunk with its previous and next chunks, in reading order."""
         rl, me = get_rl(), who()
         return await _run(lambda: _blocking(
-            lambda: rl.context(me, chunk_id, collection, window)))
+            lambda: rl.search.context(me, chunk_id, collection, window)))
 
     @mcp.tool()
     async def get_source(
@@ -151,13 +151,13 @@ def build_server(get_rl: Callable[[], Ragline], caller: Principal | None = None)
     ) -> dict[str, Any]:
         """A whole source document: its chunks in order and the joined text."""
         rl, me = get_rl(), who()
-        return await _run(lambda: _blocking(lambda: rl.lesson(me, source_id, collection)))
+        return await _run(lambda: _blocking(lambda: rl.search.lesson(me, source_id, collection)))
 
     @mcp.tool()
     async def list_collections() -> dict[str, Any]:
         """Collections with their document counts (as the caller sees them)."""
         rl, me = get_rl(), who()
-        items = await _run(lambda: _blocking(lambda: rl.list_collections(me)))
+        items = await _run(lambda: _blocking(lambda: rl.collections.all(me)))
         return {"collections": [_collection(c) for c in items], "count": len(items)}
 
     @mcp.tool()
@@ -168,7 +168,8 @@ def build_server(get_rl: Callable[[], Ragline], caller: Principal | None = None)
         """Add a text to the knowledge base (the default collection); same text = no-op."""
         rl, me = get_rl(), who()
         src = IngestSource(kind="text", text=text, title=title, trigger="mcp")
-        return _ingested(await _run(lambda: _blocking(lambda: rl.ingest(me, src, wait=True))))
+        return _ingested(await _run(lambda: _blocking(
+            lambda: rl.ingestion.submit(me, src, wait=True))))
 
     @mcp.tool()
     async def ingest_url(
@@ -177,7 +178,8 @@ def build_server(get_rl: Callable[[], Ragline], caller: Principal | None = None)
         """Fetch a web page or document and add it to the knowledge base."""
         rl, me = get_rl(), who()
         src = IngestSource(kind="url", url=url, trigger="mcp")
-        return _ingested(await _run(lambda: _blocking(lambda: rl.ingest(me, src, wait=True))))
+        return _ingested(await _run(lambda: _blocking(
+            lambda: rl.ingestion.submit(me, src, wait=True))))
 
     _add_ask(mcp, get_rl, who)
     _add_resources(mcp, get_rl, who)
@@ -187,7 +189,7 @@ def build_server(get_rl: Callable[[], Ragline], caller: Principal | None = None)
 def _add_ask(mcp: MCPServer, get_rl: Callable[[], Ragline],
              who: Callable[[], Principal]) -> None:
     """``ask`` exists only when the facade can answer (an LLM is configured)."""
-    if not get_rl().llm_configured:
+    if not get_rl().answers.llm_configured:
         return
 
     @mcp.tool()
@@ -203,7 +205,7 @@ def _add_ask(mcp: MCPServer, get_rl: Callable[[], Ragline],
         """Answer a question from the knowledge base: the answer, its cited sources, the
         path taken (rag, general or tool) and a conversation_id for follow-ups."""
         me = who()
-        result: dict[str, Any] = await _run(lambda: get_rl().chat(
+        result: dict[str, Any] = await _run(lambda: get_rl().answers.chat(
             me, question, conversation_id=conversation_id, collection=collection))
         return result
 
@@ -223,13 +225,13 @@ def _add_resources(mcp: MCPServer, get_rl: Callable[[], Ragline],
                   description="Every collection with its document count.")
     async def collections() -> str:
         me = who()
-        return await read(lambda: [_collection(c) for c in get_rl().list_collections(me)])
+        return await read(lambda: [_collection(c) for c in get_rl().collections.all(me)])
 
     @mcp.resource("ragline://collections/{name}", mime_type="application/json",
                   description="One collection: metadata, embedding settings, count.")
     async def collection(name: str) -> str:
         me = who()
-        return await read(lambda: _collection(get_rl().get_collection(me, name)))
+        return await read(lambda: _collection(get_rl().collections.get(me, name)))
 
     @mcp.resource("ragline://sources/{collection}/{+source_id}", mime_type="text/plain",
                   description="The full text of one source document of a collection.")
@@ -237,7 +239,7 @@ def _add_resources(mcp: MCPServer, get_rl: Callable[[], Ragline],
         me = who()
         try:
             lesson = await anyio.to_thread.run_sync(
-                lambda: get_rl().lesson(me, source_id, collection))
+                lambda: get_rl().search.lesson(me, source_id, collection))
         except NotFound as exc:
             raise ResourceNotFoundError(exc.message) from exc
         except RaglineError as exc:

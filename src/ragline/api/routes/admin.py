@@ -34,7 +34,7 @@ def backup(rl: RL, caller: Caller, include_secrets: bool = Query(
     connection secrets are left out unless ``include_secrets=true``."""
     workdir = Path(tempfile.mkdtemp(prefix="ragline-backup-"))
     try:
-        archive = rl.backup_archive(caller, workdir, include_secrets=include_secrets)
+        archive = rl.admin.backup_archive(caller, workdir, include_secrets=include_secrets)
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise

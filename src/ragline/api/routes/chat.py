@@ -61,7 +61,7 @@ def sse(event: str, data: dict[str, Any]) -> str:
 async def chat(body: ChatBody, rl: RL, caller: Caller) -> dict[str, Any] | StreamingResponse:
     """Answer a message from the caller's knowledge base (or a tool) with the configured
     chat model, in a conversation; streamed as server-sent events unless ``stream: false``."""
-    turn = await rl.chat_turn(caller, body.message, conversation_id=body.conversation_id,
+    turn = await rl.answers.chat_turn(caller, body.message, conversation_id=body.conversation_id,
                               collection=body.collection)
     if not body.stream:
         return await turn.run()
@@ -80,12 +80,12 @@ async def chat(body: ChatBody, rl: RL, caller: Caller) -> dict[str, Any] | Strea
 @router.get("/api/conversations/{conversation_id}", responses=ok(ConversationOut))
 def get_conversation(conversation_id: str, rl: RL, caller: Caller) -> dict[str, Any]:
     """A conversation of the caller's tenant with its messages."""
-    return rl.get_conversation(caller, conversation_id)
+    return rl.answers.conversation(caller, conversation_id)
 
 
 @router.delete("/api/conversations/{conversation_id}", status_code=204,
                responses={204: {"description": "Deleted (no body)."}})
 def delete_conversation(conversation_id: str, rl: RL, caller: Caller) -> Response:
     """Delete a conversation of the caller's tenant."""
-    rl.delete_conversation(caller, conversation_id)
+    rl.answers.delete_conversation(caller, conversation_id)
     return Response(status_code=204)

@@ -36,4 +36,4 @@ async def checklist(body: ChecklistBody, rl: RL, caller: Caller) -> dict[str, An
     """Spec 003: a troubleshooting checklist for an enriched alert, grounded in the
     collection's runbooks (boosted by the alert's tags and shape)."""
     context = body.model_dump(exclude={"collection", "top_k"})
-    return await rl.checklist(caller, context, collection=body.collection, top_k=body.top_k)
+    return await rl.answers.checklist(caller, context, collection=body.collection, top_k=body.top_k)

@@ -29,7 +29,7 @@ router = APIRouter(tags=["collections"], route_class=ServiceRoute)
 def create_collection(body: CollectionCreate, rl: RL, caller: Caller) -> dict[str, Any]:
     """Create a collection (admin keys). ``embed`` opts in to server-side embedding;
     spec 000's ``embedding_provider``/``embedding_model`` are kept as metadata only."""
-    view = rl.create_collection(caller, body.name, body.metadata, body.embedding_provider,
+    view = rl.collections.create(caller, body.name, body.metadata, body.embedding_provider,
                                 body.embedding_model,
                                 body.embed.model_dump() if body.embed else None)
     return {"status": "created", **asdict(view)}
@@ -39,14 +39,14 @@ def create_collection(body: CollectionCreate, rl: RL, caller: Caller) -> dict[st
 def list_collections(rl: RL, caller: Caller) -> dict[str, Any]:
     """Collections the caller may use (all, unless a collection's metadata lists
     ``tenants``), with the caller's tenant's document counts."""
-    items = [asdict(c) for c in rl.list_collections(caller)]
+    items = [asdict(c) for c in rl.collections.all(caller)]
     return {"collections": items, "count": len(items)}
 
 
 @router.get("/collections/{name}", responses=ok(CollectionOut))
 def get_collection(name: str, rl: RL, caller: Caller) -> dict[str, Any]:
     """One collection, with the caller's tenant's document count."""
-    return asdict(rl.get_collection(caller, name))
+    return asdict(rl.collections.get(caller, name))
 
 
 @router.put("/collections/{name}/metadata", responses=ok(CollectionUpdated))
@@ -56,12 +56,12 @@ def update_metadata(
                         "replacing it."),
 ) -> dict[str, Any]:
     """Replace (default) or merge (``?merge=true``) a collection's metadata (admin keys)."""
-    view = rl.update_collection_metadata(caller, name, body.metadata, merge)
+    view = rl.collections.update_metadata(caller, name, body.metadata, merge)
     return {"status": "updated", "mode": "merge" if merge else "replace", **asdict(view)}
 
 
 @router.delete("/collections/{name}", responses=ok(CollectionDeleted))
 async def delete_collection(name: str, rl: RL, caller: Caller) -> dict[str, Any]:
     """Delete a collection and every tenant's documents in it (admin keys)."""
-    deleted = await run_in_threadpool(rl.delete_collection, caller, name)
+    deleted = await run_in_threadpool(rl.collections.delete, caller, name)
     return {"status": "deleted", "collection": deleted}

@@ -22,7 +22,7 @@ def context(chunk_id: str, rl: RL, caller: Reader,
             ) -> dict[str, Any]:
     """A chunk with its previous and next chunks (``window``: that many on each side, as
     lists). Public for the public-search tenant when configured."""
-    return rl.context(caller, chunk_id, collection, window)
+    return rl.search.context(caller, chunk_id, collection, window)
 
 
 @router.get("/lesson/{parent_doc_id:path}", responses=ok(LessonOut))
@@ -30,4 +30,4 @@ def lesson(parent_doc_id: str, rl: RL, caller: Reader,
            collection: str | None = Query(None, description=COLLECTION_HELP)) -> dict[str, Any]:
     """Every chunk of a source in order, with the joined text. Public for the public-search
     tenant when configured."""
-    return rl.lesson(caller, parent_doc_id, collection)
+    return rl.search.lesson(caller, parent_doc_id, collection)

@@ -35,7 +35,7 @@ def add_documents(name: str, body: DocumentsAdd, rl: RL, caller: Caller) -> dict
     """Upsert documents into the caller's tenant: pre-computed ``embedding`` each, or text
     only when the collection embeds server-side (``embed``). Whole or nothing."""
     docs = [DocumentInput(d.text, d.metadata, d.embedding, d.id) for d in body.documents or []]
-    ids = rl.add_documents(caller, name, docs)
+    ids = rl.documents.add(caller, name, docs)
     return {"status": "success", "collection": name, "count": len(ids), "ids": ids}
 
 
@@ -49,7 +49,7 @@ def list_documents(
 ) -> dict[str, Any]:
     """A page of the caller's tenant's documents and the shared corpus's, optionally
     filtered by ``where`` (JSON)."""
-    page = rl.list_documents(caller, name, where, limit, offset)
+    page = rl.documents.page(caller, name, where, limit, offset)
     docs = [_document(r) for r in page.records]
     return {"documents": docs, "count": len(docs), "total": page.total}
 
@@ -64,7 +64,7 @@ def _document(rec: Record) -> dict[str, Any]:
 def empty_collection(name: str, rl: RL, caller: Caller) -> dict[str, Any]:
     """Delete the caller's tenant's documents (a user key), or every document (an admin
     key naming no tenant). Atomic: nothing is half-deleted."""
-    n = rl.empty_collection(caller, name)
+    n = rl.collections.empty(caller, name)
     return {"status": "emptied", "collection": name, "count_deleted": n}
 
 
@@ -73,7 +73,7 @@ def delete_documents(
     name: str, body: DocumentsDelete, rl: RL, caller: Caller
 ) -> dict[str, Any]:
     """Delete the caller's tenant's documents by ``ids`` and/or ``where``."""
-    n = rl.delete_documents(caller, name, body.ids, body.where)
+    n = rl.documents.delete(caller, name, body.ids, body.where)
     return {"status": "deleted", "collection": name, "count_deleted": n}
 
 
@@ -81,7 +81,7 @@ def delete_documents(
 def get_document(name: str, doc_id: str, rl: RL, caller: Caller) -> dict[str, Any]:
     """One document of the caller's tenant or of the shared corpus (the caller's own first
     when both have the id; another tenant's id is a 404)."""
-    return _document(rl.get_document(caller, name, doc_id))
+    return _document(rl.documents.get(caller, name, doc_id))
 
 
 @router.get("/collections/{name}/metadata-values", responses=ok(MetadataValues))
@@ -89,5 +89,5 @@ def metadata_values(
     name: str, rl: RL, caller: Caller, field: str | None = Query(None)
 ) -> dict[str, Any]:
     """Distinct values of a metadata ``field`` over the caller's tenant's documents."""
-    values = rl.metadata_values(caller, name, field)
+    values = rl.documents.metadata_values(caller, name, field)
     return {"field": field, "values": values, "count": len(values)}

@@ -21,7 +21,7 @@ def health(rl: RL, caller: MaybeCaller) -> dict[str, Any]:
     allowed; with an admin key, everything (store details, sizes, free disk).
     ``degraded`` while the store is down, writes are refused or the catalog cannot be
     read."""
-    return rl.health(caller, anonymous=caller is None)
+    return rl.admin.health(caller, anonymous=caller is None)
 
 
 @router.get("/info", responses=ok(InfoOut))
@@ -29,4 +29,4 @@ def info(rl: RL, caller: Caller) -> dict[str, Any]:
     """Collections the caller may use with its tenant's document counts. An admin key
     also gets sizes, embedding-cache, search-batching, indexing and catalog figures
     (``scope: "server"``); a user key only its tenant's view (``scope: "tenant"``)."""
-    return rl.info(caller)
+    return rl.admin.info(caller)

@@ -52,7 +52,7 @@ class TriggerBody(BaseModel):
 def trigger(body: TriggerBody, rl: RL, caller: Caller) -> dict[str, Any]:
     """Ingest a directory on the server (admin keys; only under
     ``RAGLINE_INGEST_ALLOWED_ROOTS``) as a background job: incremental, full or recreate."""
-    job = rl.ingest(caller, IngestSource("directory", body.collection, path=body.path,
+    job = rl.ingestion.submit(caller, IngestSource("directory", body.collection, path=body.path,
                                          mode=body.mode, paths=body.paths)).job
     assert job is not None  # directories always become jobs
     return {"job_id": job.id, "status": job.status, "collection": job.collection,
@@ -64,21 +64,21 @@ def recent_jobs(rl: RL, caller: Caller, limit: int = Query(20, ge=1, le=200),
                 collection: str | None = None) -> dict[str, Any]:
     """Recent ingestion jobs of the caller's tenant (every tenant's for an admin naming
     none), newest first."""
-    jobs = [job_view(j) for j in rl.jobs(caller, limit, collection)]
+    jobs = [job_view(j) for j in rl.ingestion.jobs(caller, limit, collection)]
     return {"jobs": jobs, "count": len(jobs)}
 
 
 @router.get("/ingestion/status/{job_id}", responses=ok(JobOut))
 def job_status(job_id: str, rl: RL, caller: Caller) -> dict[str, Any]:
     """One job with its counters, warnings and progress (rate, ETA)."""
-    return job_view(rl.job(caller, job_id))
+    return job_view(rl.ingestion.job(caller, job_id))
 
 
 @router.post("/ingestion/jobs/{job_id}/rerun", status_code=202,
              responses=ok(JobRerun, 202, "A new job with the same source and mode."))
 def rerun(job_id: str, rl: RL, caller: Caller) -> dict[str, Any]:
     """Queue a new job with the same source, paths and mode as a finished one."""
-    job = rl.rerun_job(caller, job_id)
+    job = rl.ingestion.rerun(caller, job_id)
     return {"job_id": job.id, "status": job.status, "rerun_of": job_id}
 
 
@@ -92,5 +92,5 @@ async def github_webhook(request: Request, rl: RL) -> JSONResponse:
     an API key; it updates the configured clone's collection in the default tenant."""
     body = await request.body()
     headers = {k.lower(): v for k, v in request.headers.items()}
-    status, payload = await run_in_threadpool(rl.github_webhook, headers, body)
+    status, payload = await run_in_threadpool(rl.ingestion.github_webhook, headers, body)
     return JSONResponse(payload, status_code=status)

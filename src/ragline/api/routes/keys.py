@@ -28,18 +28,18 @@ class KeyCreate(BaseModel):
                                                        "shown this once."))
 def create_key(body: KeyCreate, rl: RL, caller: Caller) -> dict[str, Any]:
     """Create an API key (admin keys); the secret is in this response only."""
-    rec, key = rl.create_key(caller, body.role, body.tenant, body.name)
+    rec, key = rl.keys.create(caller, body.role, body.tenant, body.name)
     return {**asdict(rec), "key": key}
 
 
 @router.get("", responses=ok(KeyList))
 def list_keys(rl: RL, caller: Caller) -> dict[str, Any]:
     """API keys without their secrets (admin keys)."""
-    keys = [asdict(k) for k in rl.list_keys(caller)]
+    keys = [asdict(k) for k in rl.keys.all(caller)]
     return {"keys": keys, "count": len(keys)}
 
 
 @router.delete("/{key_id}", responses=ok(KeyRevoked))
 def revoke_key(key_id: str, rl: RL, caller: Caller) -> dict[str, Any]:
     """Revoke a key at once (admin keys); later requests with it answer 401."""
-    return {"status": "revoked", **asdict(rl.revoke_key(caller, key_id))}
+    return {"status": "revoked", **asdict(rl.keys.revoke(caller, key_id))}

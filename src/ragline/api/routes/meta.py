@@ -25,7 +25,7 @@ def version(rl: RL, caller: Caller) -> dict[str, Any]:
     return {
         "name": "ragline",
         "version": __version__,
-        **rl.format_versions(),
+        **rl.admin.format_versions(),
         "python": sys.version.split()[0],
         "platform": platform.platform(terse=True),
     }
@@ -45,7 +45,7 @@ METRICS_EXAMPLE = ('# HELP ragline_http_requests_total HTTP requests answered, b
 def prometheus_metrics(rl: RL, caller: Caller) -> Response:
     """Prometheus exposition text: HTTP, batching, store, jobs, cache (docs/operations.md).
     Admin keys only: the figures cover every tenant."""
-    body, content_type = rl.metrics(caller)
+    body, content_type = rl.admin.metrics(caller)
     return Response(body, media_type=content_type)
 
 

@@ -44,7 +44,7 @@ from ragline.api.openai_format import (
     sse_data,
 )
 from ragline.errors import RaglineError, TooManyRequests
-from ragline.facade_answers import AnswerOptions
+from ragline.facade import AnswerOptions
 
 log = logging.getLogger(__name__)
 
@@ -252,7 +252,7 @@ def list_models(rl: RL, caller: Caller) -> dict[str, Any]:
     model is configured."""
     return {"object": "list", "data": [
         {"id": mid, "object": "model", "created": _epoch(created), "owned_by": "ragline"}
-        for mid, created in rl.completion_models(caller)]}
+        for mid, created in rl.answers.completion_models(caller)]}
 
 
 def _epoch(iso: str) -> int:
@@ -292,7 +292,7 @@ SSE_FRAME: dict[str, Any] = {
 async def chat_completions(request: Request, rl: RL, caller: Caller) -> Response:
     """One chat turn of spec 001 in OpenAI's format (see docs/answers.md)."""
     body = parse_completion(await _body(request))
-    turn = await rl.completion_turn(
+    turn = await rl.answers.completion_turn(
         caller, body.model, body.message, body.history,
         AnswerOptions(body.system, body.temperature, body.max_tokens, body.stop))
     out = Completion(body.model)

@@ -84,7 +84,7 @@ async def upload(request: Request, rl: RL, caller: Caller,
                  path: str | None = UPLOAD_PATH) -> JSONResponse:
     """Ingest one uploaded file (``documentFile``, multipart) into the caller's tenant:
     processed at once (201) or, above ``ingest_sync_max_bytes``, as a job (202)."""
-    with rl.upload_slot():  # bounded concurrent uploads: 429 beyond (issue 10)
+    with rl.ingestion.upload_slot():  # bounded concurrent uploads: 429 beyond (issue 10)
         return await _upload(request, rl, caller, collection, path)
 
 
@@ -104,7 +104,7 @@ async def _upload(request: Request, rl: Ragline, caller: Principal,
         data = await item.read(limit + 1)
         filename = item.filename or ""
     src = IngestSource("upload", collection, data=data, filename=filename, relative_path=path)
-    return _render(await run_in_threadpool(rl.ingest, caller, src))
+    return _render(await run_in_threadpool(rl.ingestion.submit, caller, src))
 
 
 @router.post("/url", status_code=201, responses=RESPONSES)
@@ -113,7 +113,7 @@ async def from_url(body: UrlBody, rl: RL, caller: Caller,
     """Fetch a public web page (SSRF-guarded, size- and time-limited) and ingest it
     into the caller's tenant."""
     src = IngestSource("url", collection, url=body.url)
-    return _render(await rl.ingest_async(caller, src))  # the fetch holds no worker thread
+    return _render(await rl.ingestion.submit_async(caller, src))  # the fetch holds no worker thread
 
 
 @router.post("/text", status_code=201, responses=RESPONSES)
@@ -122,4 +122,4 @@ async def from_text(body: TextBody, rl: RL, caller: Caller,
     """Ingest a text (Markdown allowed) into the caller's tenant; the same text again is
     reported ``unchanged``."""
     src = IngestSource("text", collection, text=body.text, title=body.title)
-    return _render(await run_in_threadpool(rl.ingest, caller, src))
+    return _render(await run_in_threadpool(rl.ingestion.submit, caller, src))

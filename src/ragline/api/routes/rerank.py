@@ -56,5 +56,5 @@ class RerankResponse(BaseModel):
 async def rerank(body: RerankRequest, rl: RL, caller: Caller) -> dict[str, Any]:
     """Score all documents, sort by score descending, cut to ``top_k``."""
     docs = [d.model_dump() for d in body.documents]
-    return {"reranked": await run_in_threadpool(rl.rerank, caller, body.query, docs,
+    return {"reranked": await run_in_threadpool(rl.search.rerank, caller, body.query, docs,
                                                 body.top_k)}

@@ -2,7 +2,7 @@
 
 Async because text queries are embedded through the micro-batcher; the store
 work runs in worker threads. Everything but parsing and rendering happens in
-``Ragline.search``.
+``rl.search.query``.
 """
 
 from __future__ import annotations
@@ -66,12 +66,12 @@ def render(res: SearchResponse) -> dict[str, Any]:
 async def search(name: str, body: VectorSearch, rl: RL, caller: Caller) -> dict[str, Any]:
     """Dense, sparse or hybrid search over the caller's tenant's documents, with
     ``where`` filters, optional reranking, metadata boosts and context expansion."""
-    return render(await rl.search(caller, _request(body, name)))
+    return render(await rl.search.query(caller, _request(body, name)))
 
 
 @router.post("/search", responses=ok(BookSearchResults))
 async def default_search(body: BookSearch, rl: RL, caller: Reader) -> dict[str, Any]:
     """Spec 004's book search on the default (or named) collection with the book's
     filters ANDed with ``where``. Public for ``RAGLINE_PUBLIC_SEARCH_TENANT`` when set."""
-    res = await rl.search(caller, _request(body, body.collection))
+    res = await rl.search.query(caller, _request(body, body.collection))
     return {**render(res), "collection": res.collection}

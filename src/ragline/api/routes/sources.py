@@ -26,19 +26,19 @@ def list_sources(name: str, rl: RL, caller: Caller,
                  limit: int = Query(100, ge=0, le=QUERY_INT_MAX),
                  offset: int = Query(0, ge=0, le=QUERY_INT_MAX)) -> dict[str, Any]:
     """The caller's ingested sources of a collection, with their state and chunk counts."""
-    sources, total = rl.list_sources(caller, name, limit, offset)
+    sources, total = rl.documents.sources(caller, name, limit, offset)
     return {"sources": [asdict(s) for s in sources], "count": len(sources), "total": total}
 
 
 @router.get("/collections/{name}/sources/{source_id:path}", responses=ok(SourceOut))
 def get_source(name: str, source_id: str, rl: RL, caller: Caller) -> dict[str, Any]:
     """One source: its state, chunk ids and how many of them the store holds."""
-    return asdict(rl.get_source(caller, name, source_id))
+    return asdict(rl.documents.source(caller, name, source_id))
 
 
 @router.delete("/collections/{name}/sources/{source_id:path}", responses=ok(SourceDeleted))
 def delete_source(name: str, source_id: str, rl: RL, caller: Caller) -> dict[str, Any]:
     """Delete a source's chunks and its ingestion state together."""
-    n = rl.delete_source(caller, name, source_id)
+    n = rl.documents.delete_source(caller, name, source_id)
     return {"status": "deleted", "collection": name, "source_id": source_id,
             "count_deleted": n}
