@@ -35,7 +35,7 @@ from typing import Any
 
 from ragline.facade import DocumentInput, Ragline
 from ragline.providers.llms.openai_compat import OpenAIChatModel
-from ragline.services.chat import DECISION_MAX_TOKENS
+from ragline.services.answers.chat import DECISION_MAX_TOKENS
 from ragline.settings import Settings
 from ragline.testing.llama_server import MODEL_ALIAS, llama_server
 

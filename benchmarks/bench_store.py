@@ -74,7 +74,7 @@ from ragline.providers.stores.qdrant_edge.provider import (  # noqa: E402
     QdrantEdgeStore,
 )
 from ragline.providers.stores.qdrant_edge.translate import tenant_filter  # noqa: E402
-from ragline.services.collections import CollectionService  # noqa: E402
+from ragline.services.corpus.collections import CollectionService  # noqa: E402
 
 DIM = 384
 N_CENTRES = 1000

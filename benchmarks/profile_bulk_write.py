@@ -55,7 +55,7 @@ def steps(batches: int) -> None:
     from ragline.providers.stores.qdrant_edge.config import QdrantEdgeConfig
     from ragline.providers.stores.qdrant_edge.host import open_generation
     from ragline.providers.stores.qdrant_edge.queries import VECTOR
-    from ragline.services.validation import InputLimits, check_vectors, metadata_fits
+    from ragline.services.corpus.validation import InputLimits, check_vectors, metadata_fits
 
     gc.collect()
     gc.freeze()

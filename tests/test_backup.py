@@ -19,7 +19,7 @@ from ragline.api.app import create_app
 from ragline.datadir import FORMAT_FILE, FORMAT_VERSION
 from ragline.errors import DataDirNotEmpty, DataFormatError, InvalidInput
 from ragline.facade import Ragline
-from ragline.services.backup import restore, unpack_archive
+from ragline.services.admin.backup import restore, unpack_archive
 from ragline.settings import Settings
 
 

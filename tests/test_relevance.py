@@ -15,7 +15,7 @@ import pytest
 from ragline.core.relevance import passes, relevance_of, relevance_to
 from ragline.facade import DocumentInput, Ragline, SearchRequest
 from ragline.providers.registry import registry
-from ragline.services.rag_context import Hit, RagContext, passes_threshold
+from ragline.services.search.rag_context import Hit, RagContext, passes_threshold
 from ragline.testing.fake_embedder import FakeEmbedder
 from ragline.testing.scripted_llm import ScriptedChatModel
 from tests.ingestion_support import fake_settings

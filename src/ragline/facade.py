@@ -14,7 +14,7 @@ behind them. A door per area (docs/architecture.md)::
     rl.admin         health · info · metrics · backup · export · import_ · verify · …
 
 Every use case takes the calling :class:`~ragline.core.principal.Principal` first and
-asks the one access policy (``services/access.py``), so a tenant check cannot be
+asks the one access policy (``services/corpus/access.py``), so a tenant check cannot be
 skipped by code that reaches around it. Spec 003's library API is an adapter over the
 doors: ``ragline.library``.
 
@@ -42,14 +42,14 @@ from ragline.doors.search import SearchDoor
 from ragline.facade_routed import Borrowed, RoutedFacades, connection_settings
 from ragline.ingest.loader import tree_sources
 from ragline.providers.llms.base import ChatModel
-from ragline.services.documents import DocumentInput
-from ragline.services.ingest_stats import IngestStats
-from ragline.services.ingestion import IngestOutcome, IngestSource
-from ragline.services.jobs import job_progress
-from ragline.services.routing import Forwarded, Outgoing
-from ragline.services.searching import SearchHit, SearchRequest, SearchResponse
-from ragline.services.sources import SourceDetail, SourceInfo
-from ragline.services.verify import VerifyReport
+from ragline.services.connections.routing import Forwarded, Outgoing
+from ragline.services.corpus.documents import DocumentInput
+from ragline.services.ingestion.ingest_stats import IngestStats
+from ragline.services.ingestion.ingestion import IngestOutcome, IngestSource
+from ragline.services.ingestion.jobs import job_progress
+from ragline.services.ingestion.sources import SourceDetail, SourceInfo
+from ragline.services.ingestion.verify import VerifyReport
+from ragline.services.search.searching import SearchHit, SearchRequest, SearchResponse
 from ragline.settings import Settings
 from ragline.wiring import Services, SyncBridge, Wiring
 
@@ -225,7 +225,7 @@ class Ragline:
 
     async def forward(self, caller: Principal, service: str, request: Outgoing) -> Forwarded:
         """Pass a collection request through to the connection ``service`` and return its
-        answer unchanged (services/routing.py)."""
+        answer unchanged (services/connections/routing.py)."""
         import anyio.to_thread
 
         return await anyio.to_thread.run_sync(self.services.routing.forward, caller, service,

@@ -32,8 +32,8 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from ragline.errors import ServiceUnavailable
 from ragline.providers.stores.base import VectorStore
-from ragline.services.embedders import EmbedderPool
-from ragline.services.slots import RerankerSlot
+from ragline.services.corpus.embedders import EmbedderPool
+from ragline.services.corpus.slots import RerankerSlot
 from ragline.settings import Settings
 
 CONNECTIONS_DIR = "connections"

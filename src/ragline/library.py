@@ -22,8 +22,8 @@ from typing import Any
 
 from ragline.core.principal import Principal
 from ragline.facade import DocumentInput, Ragline, SearchRequest
-from ragline.services.checklists import Checklist
-from ragline.services.rag_context import Hit
+from ragline.services.answers.checklists import Checklist
+from ragline.services.search.rag_context import Hit
 
 __all__ = ["Library"]
 

@@ -1,7 +1,7 @@
 """The one composition root: every service built with what it needs, through its constructor.
 
 :meth:`Wiring.open` takes the data directory's lock, migrates and opens the catalog,
-builds the store and the reranker through the registry (``services/slots.py``), builds
+builds the store and the reranker through the registry (``services/corpus/slots.py``), builds
 every service with its dependencies passed in (nothing is assigned after
 construction), finishes what a crash interrupted (retired and orphan shards, stale
 ingestion state, jobs of a dead process) and starts the background index builds.
@@ -31,36 +31,36 @@ from ragline.errors import ConfigError
 from ragline.facade_routed import Borrowed
 from ragline.providers.llms.base import ChatModel
 from ragline.providers.stores.base import VectorStore
-from ragline.services.access import AccessPolicy
-from ragline.services.answers import AnswerServices, build_answers
-from ragline.services.auth import AuthService
-from ragline.services.backup import BackupService
-from ragline.services.collections import CollectionService
-from ragline.services.connections import ConnectionService
-from ragline.services.context import ContextService
-from ragline.services.diskspace import DiskGuard
-from ragline.services.diversify import Diversity
-from ragline.services.documents import DocumentService
-from ragline.services.embedders import EmbedderPool
-from ragline.services.indexing import IndexingService
-from ragline.services.ingest import IngestService
-from ragline.services.ingestion import IngestionService
-from ragline.services.jobs import JobService
-from ragline.services.operations import OperationsService
-from ragline.services.queued_jobs import QueuedJobService
-from ragline.services.retrieval import BatchSettings, RetrievalService
-from ragline.services.routing import RoutingService
-from ragline.services.searching import SearchService
-from ragline.services.slots import (
+from ragline.services.admin.auth import AuthService
+from ragline.services.admin.backup import BackupService
+from ragline.services.admin.operations import OperationsService
+from ragline.services.answers.answers import AnswerServices, build_answers
+from ragline.services.connections.connections import ConnectionService
+from ragline.services.connections.routing import RoutingService
+from ragline.services.corpus.access import AccessPolicy
+from ragline.services.corpus.collections import CollectionService
+from ragline.services.corpus.diskspace import DiskGuard
+from ragline.services.corpus.documents import DocumentService
+from ragline.services.corpus.embedders import EmbedderPool
+from ragline.services.corpus.slots import (
     RerankerSlot,
     build_reranker,
     build_store,
     configure_registry,
 )
-from ragline.services.sources import SourceService
-from ragline.services.validation import InputLimits
-from ragline.services.verify import VerifyService
-from ragline.services.webhook import WebhookService
+from ragline.services.corpus.validation import InputLimits
+from ragline.services.ingestion.indexing import IndexingService
+from ragline.services.ingestion.ingest import IngestService
+from ragline.services.ingestion.ingestion import IngestionService
+from ragline.services.ingestion.jobs import JobService
+from ragline.services.ingestion.queued_jobs import QueuedJobService
+from ragline.services.ingestion.sources import SourceService
+from ragline.services.ingestion.verify import VerifyService
+from ragline.services.ingestion.webhook import WebhookService
+from ragline.services.search.context import ContextService
+from ragline.services.search.diversify import Diversity
+from ragline.services.search.retrieval import BatchSettings, RetrievalService
+from ragline.services.search.searching import SearchService
 from ragline.settings import Settings
 
 T = TypeVar("T")

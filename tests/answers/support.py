@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragline.core.tenancy import TenantScope, own_tenant
-from ragline.services.rag_context import Hit, TurnEmbeddings
+from ragline.services.search.rag_context import Hit, TurnEmbeddings
 
 
 @dataclass

@@ -13,10 +13,10 @@ import pytest
 from ragline.catalog.conversations import ConversationTable
 from ragline.catalog.sqlite import Catalog
 from ragline.errors import LLMNotConfigured, NotFound, ProviderError
-from ragline.services.chat import ChatConfig, ChatRequest, ChatService
+from ragline.services.answers.chat import ChatConfig, ChatRequest, ChatService
+from ragline.services.answers.topics import FIRST, FOLLOW_UP
 from ragline.services.tools.base import Tool
 from ragline.services.tools.builtin import FetchUrl, SearchKnowledgeBase
-from ragline.services.topics import FIRST, FOLLOW_UP
 from ragline.testing.scripted_llm import ScriptedChatModel
 
 from .support import ScriptedRetriever, hit

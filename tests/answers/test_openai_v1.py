@@ -315,7 +315,7 @@ def test_settings_default_no_citations() -> None:
 
 
 def test_history_topic_folds_earlier_user_messages_in_order() -> None:
-    from ragline.services.topics import history_topic
+    from ragline.services.answers.topics import history_topic
 
     assert history_topic([]) == "" and history_topic(["  "]) == ""
     assert history_topic(["Tell me about InstructLab"]) == "Tell me about InstructLab"

@@ -8,7 +8,7 @@ import pytest
 
 from ragline.errors import ProviderError
 from ragline.providers.retry import Retrier, RetryPolicy, classify, was_retried
-from ragline.services.ingest_pipeline import _retryable
+from ragline.services.ingestion.ingest_pipeline import _retryable
 
 
 def status_error(status: int, retry_after: str | None = None) -> openai.APIStatusError:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragline.services.tool_choice import (
+from ragline.services.answers.tool_choice import (
     describe_tools,
     extract_json_object,
     parse_tool_decision,

@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from ragline.api.app import create_app
 from ragline.facade import Ragline
-from ragline.services.embedders import EmbedderPool
+from ragline.services.corpus.embedders import EmbedderPool
 from ragline.settings import Settings
 from tests.api.helpers import local_client
 from tests.ingestion_support import SENSING, copy_book, sid

@@ -178,7 +178,7 @@ def test_job_status_has_progress_and_logs_start_progress_end(
     book = copy_book(tmp_path)
     rl = fake_client.app.state.ragline  # type: ignore[attr-defined]
     before = _samples(fake_client.get("/metrics").text)
-    with caplog.at_level(logging.INFO, logger="ragline.services.jobs"):
+    with caplog.at_level(logging.INFO, logger="ragline.services.ingestion.jobs"):
         r = fake_client.post("/ingestion/trigger", json={"collection": "book",
                                                          "path": str(book)})
         job_id = r.json()["job_id"]

@@ -17,7 +17,7 @@ from ragline.catalog.schema_version import SCHEMA_VERSION
 from ragline.core.principal import Principal
 from ragline.errors import Conflict, DataFormatError, InvalidInput
 from ragline.facade import IngestSource, Ragline, SearchRequest
-from ragline.services.documents import DocumentInput
+from ragline.services.corpus.documents import DocumentInput
 from tests.ingestion_support import copy_book, fake_settings
 
 

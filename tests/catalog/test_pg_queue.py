@@ -138,7 +138,7 @@ def test_lease_fencing_and_attempt_limit(dsn: str, queue: JobQueue) -> None:
 
 
 def test_a_failing_job_is_retried_then_failed(queue: JobQueue) -> None:
-    from ragline.services.queue_worker import run_one
+    from ragline.services.ingestion.queue_worker import run_one
 
     job = queue.enqueue("boom", {}, max_attempts=2)
     calls = []

@@ -19,7 +19,7 @@ from ragline.api.app import create_app
 from ragline.cli.main import app as cli
 from ragline.core.types import Record
 from ragline.facade import Ragline
-from ragline.services.record_repair import examine
+from ragline.services.ingestion.record_repair import examine
 from tests.api.helpers import local_client
 from tests.ingestion_support import fake_settings
 

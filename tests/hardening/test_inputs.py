@@ -95,7 +95,7 @@ def test_nan_in_filters_and_boosts_are_400s_that_say_so(client: TestClient) -> N
                  '{"embedding": [1, 0, 0, 0], "boost": {"numeric_fields": {"n": 1e400}}}')
     assert r.status_code == 400 and "'boost.numeric_fields.n'" in r.json()["message"]
     # the library path (no HTTP parser in front) refuses NaN weights too
-    from ragline.services.boosts import merge_boost_config
+    from ragline.services.search.boosts import merge_boost_config
     with pytest.raises(InvalidInput):
         merge_boost_config({}, {"tag_weight": float("nan"), "query_tags": ["a"]})
 

@@ -21,7 +21,7 @@ from ragline.facade import DocumentInput, IngestSource, Ragline
 from ragline.observability import memory
 from ragline.observability.memory import TRIM_AFTER_BYTES, release_freed_memory
 from ragline.providers.stores.qdrant_edge import host as edge
-from ragline.services import jobs
+from ragline.services.ingestion import jobs
 from tests.ingestion_support import fake_settings
 
 

@@ -219,7 +219,7 @@ async def test_the_chat_model_refuses_an_oversized_answer_and_an_endless_stream(
 
 async def test_the_llm_max_response_bytes_setting_reaches_the_chat_model(
         upstream: Upstream, tmp_path: Path) -> None:
-    from ragline.services.answers import ChatModelSlot
+    from ragline.services.answers.answers import ChatModelSlot
 
     settings = Settings(_env_file=None, data_dir=tmp_path / "data",  # type: ignore[call-arg]
                         llm_base_url=f"{upstream.url}/v1", llm_model="m",

@@ -46,7 +46,7 @@ def client(settings: Any) -> Iterator[TestClient]:
 @pytest.fixture
 def pulls(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """The repositories ``git pull`` ran in, in order."""
-    import ragline.services.webhook as service
+    import ragline.services.ingestion.webhook as service
 
     seen: list[Path] = []
     real_pull = service.git_pull

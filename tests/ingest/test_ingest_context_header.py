@@ -20,7 +20,7 @@ from tests.ingestion_support import (
 from ragline.core.filters import Eq
 from ragline.core.types import Record
 from ragline.facade import Ragline
-from ragline.services.ingest_pipeline import chunk_header
+from ragline.services.ingestion.ingest_pipeline import chunk_header
 
 pytestmark = pytest.mark.usefixtures("few_payload_indexes")
 TITLE = "Lesson 1.1: How Robots Sense"
@@ -142,7 +142,7 @@ def test_whole_lessons_read_the_same_with_headers_in_the_text(
 
 def test_chunks_leave_room_for_their_header(tmp_path: Path) -> None:
     """A full chunk plus its header still fits the embedder: nothing is cut at embedding."""
-    from ragline.services.ingest_target import HEADER_RESERVE_TOKENS, build_target
+    from ragline.services.ingestion.ingest_target import HEADER_RESERVE_TOKENS, build_target
 
     sizes = {}
     for header in ("off", "text"):

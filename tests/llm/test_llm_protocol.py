@@ -19,7 +19,11 @@ from ragline.api.app import create_app
 from ragline.facade import DocumentInput, Ragline
 from ragline.prompts import Prompts
 from ragline.providers.llms.openai_compat import OpenAIChatModel
-from ragline.services.tool_choice import describe_tools, extract_json_object, parse_tool_decision
+from ragline.services.answers.tool_choice import (
+    describe_tools,
+    extract_json_object,
+    parse_tool_decision,
+)
 from ragline.services.tools.base import Tool
 from ragline.services.tools.builtin import FetchUrl, SearchKnowledgeBase
 from ragline.settings import Settings

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from ragline.errors import InvalidInput
-from ragline.services.boosts import (
+from ragline.services.search.boosts import (
     BoostConfig,
     apply_boosts,
     compute_boosts,

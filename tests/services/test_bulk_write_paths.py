@@ -21,7 +21,7 @@ from ragline.core.types import Record
 from ragline.errors import RaglineError
 from ragline.observability.memory import tune_gc_for_serving
 from ragline.providers.stores.qdrant_edge.provider import QdrantEdgeConfig, QdrantEdgeStore
-from ragline.services.validation import (
+from ragline.services.corpus.validation import (
     InputLimits,
     check_metadata,
     check_metadata_size,

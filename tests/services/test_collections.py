@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ragline.facade import Ragline
-from ragline.services.documents import DocumentInput
+from ragline.services.corpus.documents import DocumentInput
 from ragline.settings import Settings
 
 

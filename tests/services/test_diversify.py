@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ragline.core.types import ScoredRecord
-from ragline.services.diversify import (
+from ragline.services.search.diversify import (
     Diversity,
     group,
     group_key,

@@ -10,7 +10,7 @@ from ragline.core.types import Record, ScoredRecord
 from ragline.errors import DocumentNotFound, NotFound
 from ragline.facade import Ragline
 from ragline.ingest import load_file
-from ragline.services.expand import (
+from ragline.services.search.expand import (
     body_text,
     expand_hits,
     get_context,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ragline.services.indexing import IndexingService
+from ragline.services.ingestion.indexing import IndexingService
 
 
 class FakeStore:

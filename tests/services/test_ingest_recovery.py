@@ -11,7 +11,7 @@ import pytest
 from ragline.core.principal import Principal
 from ragline.errors import IngestCancelled, ProviderError
 from ragline.facade import IngestSource, Ragline
-from ragline.services.ingest_stats import DocumentResult
+from ragline.services.ingestion.ingest_stats import DocumentResult
 from tests.ingestion_support import (
     MDX,
     SENSING,

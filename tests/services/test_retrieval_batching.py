@@ -14,7 +14,7 @@ from ragline.core.principal import Principal
 from ragline.core.search_request import Mode, SearchRequest, SearchTarget
 from ragline.core.types import ScoredRecord, StoreQuery
 from ragline.facade import Ragline
-from ragline.services.documents import DocumentInput
+from ragline.services.corpus.documents import DocumentInput
 from ragline.testing.store_conformance import ranking
 from tests.ingestion_support import fake_settings
 

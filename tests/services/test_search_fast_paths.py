@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from ragline.errors import InvalidInput
-from ragline.services.retrieval import relevance_of, relevance_to
-from ragline.services.validation import check_vector
+from ragline.services.corpus.validation import check_vector
+from ragline.services.search.retrieval import relevance_of, relevance_to
 
 
 def _reference(query: np.ndarray, vector: Any) -> float:

@@ -20,8 +20,8 @@ from ragline.errors import InsufficientStorage, InvalidInput
 from ragline.facade import Ragline
 from ragline.library import Library
 from ragline.providers.stores.qdrant_edge.provider import QdrantEdgeStore
-from ragline.services import documents
-from ragline.services.documents import WRITE_PART
+from ragline.services.corpus import documents
+from ragline.services.corpus.documents import WRITE_PART
 from tests.ingestion_support import fake_settings
 
 DIM = 8

@@ -2,7 +2,7 @@
 
 The principal is resolved once per request from the API key (``Authorization:
 Bearer KEY`` or ``X-API-Key: KEY``) and the optional ``X-Ragline-Tenant`` header
-(admins only); see ``services/auth.py`` for the rules. ``Caller`` requires a key;
+(admins only); see ``services/admin/auth.py`` for the rules. ``Caller`` requires a key;
 ``Reader`` also admits the configured public-search tenant without one.
 """
 

@@ -80,7 +80,7 @@ class VectorSearch(BaseModel):
                                          "overrides the collection's 'boost' metadata.")
     expand: Literal["none", "neighbors", "section", "document"] = Field(
         "none", description="Add surrounding text to each hit: its prev/next chunks, its "
-        "section or its whole source (see services/expand.py).")
+        "section or its whole source (see services/search/expand.py).")
     group_by: str | None = Field(
         None, min_length=1, description="Distinct results: 'source' (the document a chunk "
         "came from) or a metadata field. 'limit' counts groups; each result is its group's "

@@ -1,5 +1,5 @@
 """Every row of the PostgreSQL catalog as JSON, and back (``ragline backup``/``restore``
-with ``catalog = "postgres"``; the service: :mod:`ragline.services.catalog_backup`).
+with ``catalog = "postgres"``; the service: :mod:`ragline.services.admin.catalog_backup`).
 
 :meth:`PgCatalogRows.dump` reads the tables of
 :data:`ragline.catalog.schema_version.TABLES` in one ``REPEATABLE READ`` read-only
@@ -13,7 +13,7 @@ none: only the columns the table has now (a backup from an older schema gets the
 defaults of the columns added since), ``ingest_sources`` moved to the shard each
 collection has after the restore, and unfinished jobs marked failed. Collections
 themselves are not loaded here: the restore creates them with their documents
-(:mod:`ragline.services.transfer`), which gives them their new shards.
+(:mod:`ragline.services.admin.transfer`), which gives them their new shards.
 """
 
 from __future__ import annotations

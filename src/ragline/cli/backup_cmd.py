@@ -11,7 +11,7 @@ only writes into an empty directory, which no server can be using.
 With ``catalog = "postgres"`` there is no data directory: backup reads the
 catalog's rows and every collection directly (any number of processes may be
 running) and restore writes them into an empty catalog and store
-(:mod:`ragline.services.catalog_backup`).
+(:mod:`ragline.services.admin.catalog_backup`).
 
 Exit codes: 0 done, 1 failed, 2 refused (bad destination, non-empty data
 directory, backup from a newer ragline, no admin key).

@@ -3,7 +3,7 @@
 The usual move is an embedded data directory to the scaled-out setup: stop the
 server, ``ragline export --out dump.jsonl`` with the embedded settings, then
 ``ragline import dump.jsonl`` with the PostgreSQL catalog and a server store
-configured (docs/scaling.md). What is carried over: services/transfer.py.
+configured (docs/scaling.md). What is carried over: services/admin/transfer.py.
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@ answer services) down to retrieval, and the target the door resolves for it.
 
 A caller states a :class:`SearchRequest`; the door (``Ragline.search``) resolves
 the collection once (the name given, else the configured default) and checks the
-caller may read it; the search use case (:mod:`ragline.services.searching`)
+caller may read it; the search use case (:mod:`ragline.services.search.searching`)
 parses the filter once and hands the same request, with its
-:class:`SearchTarget`, to :class:`~ragline.services.retrieval.RetrievalService`.
+:class:`SearchTarget`, to :class:`~ragline.services.search.retrieval.RetrievalService`.
 Nothing on the way copies the request into another type.
 """
 
@@ -49,7 +49,7 @@ class SearchRequest:
     boost: dict[str, Any] | None = None
     expand: str = "none"
     filters: dict[str, Any] = field(default_factory=dict)
-    # -- result shaping and explanation (issue 12; see ragline.services.diversify) --
+    # -- result shaping and explanation (issue 12; see ragline.services.search.diversify) --
     group_by: str | None = None
     group_size: int = 1
     mmr: float | None = None

@@ -14,13 +14,13 @@ from ragline.core.tenancy import SHARED
 from ragline.doors.base import Door
 from ragline.errors import InvalidInput
 from ragline.observability.metrics import render as metrics_render
-from ragline.services.backup import BackupService
-from ragline.services.backup import restore as _restore
-from ragline.services.backup import unpack_archive as _unpack_archive
-from ragline.services.catalog_backup import CatalogBackupService
-from ragline.services.operations import HealthView
-from ragline.services.transfer import TransferService
-from ragline.services.verify import Finding, VerifyReport
+from ragline.services.admin.backup import BackupService
+from ragline.services.admin.backup import restore as _restore
+from ragline.services.admin.backup import unpack_archive as _unpack_archive
+from ragline.services.admin.catalog_backup import CatalogBackupService
+from ragline.services.admin.operations import HealthView
+from ragline.services.admin.transfer import TransferService
+from ragline.services.ingestion.verify import Finding, VerifyReport
 from ragline.settings import Settings
 from ragline.wiring import Services
 
@@ -87,7 +87,7 @@ class AdminDoor(Door):
     def verify(self, caller: Principal, *, repair: bool = False,
                collection: str | None = None) -> VerifyReport:
         """Check ingestion state against the store (``ragline verify``); ``repair`` fixes
-        what it finds (see services/verify.py)."""
+        what it finds (see services/ingestion/verify.py)."""
         self._access.require_admin(caller, "verify the data directory")
         if collection is not None:
             self._sv.collections.get(collection)
@@ -109,9 +109,9 @@ class AdminDoor(Door):
     def backup(self, caller: Principal, dest: Path, *,
                include_secrets: bool = False) -> dict[str, Any]:
         """Consistent online snapshot of catalog and shards into ``dest`` (absent or empty);
-        writes wait for the copy, searches do not (ragline.services.backup). With a shared
+        writes wait for the copy, searches do not (ragline.services.admin.backup). With a shared
         catalog: its rows as JSON and every collection in the export format
-        (ragline.services.catalog_backup). Connection secrets only with
+        (ragline.services.admin.catalog_backup). Connection secrets only with
         ``include_secrets``."""
         self._access.require_admin(caller, "take backups")
         if self._sv.backups is None and self._sv.tables.rows is not None:
@@ -156,7 +156,7 @@ class AdminDoor(Door):
     def export(self, caller: Principal, out: TextIO,
                tenants: list[str] | None = None) -> dict[str, Any]:
         """Every collection with its documents and vectors as JSON Lines (see
-        services/transfer.py for what is and is not included); returns the counts."""
+        services/admin/transfer.py for what is and is not included); returns the counts."""
         self._access.require_admin(caller, "export data")
         return self._transfer().export(out, tenants or [])
 
@@ -172,7 +172,7 @@ class KeysDoor(Door):
 
     def authenticate(self, key: str | None, tenant: str | None = None, *,
                      public_ok: bool = False, role: str | None = None) -> Principal:
-        """The principal of a network request (see services/auth.py); ``role="user"`` lets
+        """The principal of a network request (see services/admin/auth.py); ``role="user"`` lets
         an admin key act as a user (what a routing ragline sends for a user caller)."""
         return self._sv.auth.resolve(key, tenant, public_ok=public_ok, role=role)
 

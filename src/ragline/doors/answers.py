@@ -2,7 +2,7 @@
 OpenAI-compatible ``/v1`` turn, checklists, and the steps spec 003's library API is
 made of (``ragline.library`` adapts them to spec 003's names).
 
-The services are built by ``ragline.wiring`` (``services/answers.py``); nothing here
+The services are built by ``ragline.wiring`` (``services/answers/answers.py``); nothing here
 touches the store or the catalog. Every use case takes the calling
 :class:`~ragline.core.principal.Principal` first.
 """
@@ -18,16 +18,21 @@ from ragline.core.principal import Principal
 from ragline.doors.base import Door
 from ragline.doors.collections import CollectionsDoor
 from ragline.errors import CollectionNotFound, InvalidInput, ModelNotFound
-from ragline.services.chat import MAX_MESSAGE_CHARS, AnswerOptions, ChatRequest, PreparedTurn
-from ragline.services.checklists import (
+from ragline.services.answers.chat import (
+    MAX_MESSAGE_CHARS,
+    AnswerOptions,
+    ChatRequest,
+    PreparedTurn,
+)
+from ragline.services.answers.checklists import (
     Checklist,
     EnrichedContext,
     checklist_json,
     context_query,
 )
-from ragline.services.checklists import format_prompt as _format_prompt
-from ragline.services.rag_context import Hit
-from ragline.services.search_retriever import ScopedRetriever
+from ragline.services.answers.checklists import format_prompt as _format_prompt
+from ragline.services.search.rag_context import Hit
+from ragline.services.search.search_retriever import ScopedRetriever
 from ragline.settings import Settings
 from ragline.wiring import Services, SyncBridge
 

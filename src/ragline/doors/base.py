@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragline.services.access import AccessPolicy
+from ragline.services.corpus.access import AccessPolicy
 from ragline.settings import Settings
 from ragline.wiring import Services
 

@@ -10,10 +10,10 @@ from ragline.core.principal import Principal
 from ragline.core.types import CollectionInfo, Page, Record, Scalar
 from ragline.doors.base import Door
 from ragline.errors import DocumentNotFound, InvalidInput
-from ragline.services.collections import MSG_NOT_EXIST
-from ragline.services.documents import DocumentInput
-from ragline.services.slots import check_model_name
-from ragline.services.sources import SourceDetail, SourceInfo
+from ragline.services.corpus.collections import MSG_NOT_EXIST
+from ragline.services.corpus.documents import DocumentInput
+from ragline.services.corpus.slots import check_model_name
+from ragline.services.ingestion.sources import SourceDetail, SourceInfo
 
 
 @dataclass(frozen=True)

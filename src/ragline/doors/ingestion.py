@@ -11,9 +11,9 @@ from ragline.catalog.ingest_state import COUNTERS, Job
 from ragline.core.principal import Principal
 from ragline.doors.base import Door
 from ragline.errors import CollectionNotFound, InvalidInput
-from ragline.services.ingest_stats import Progress
-from ragline.services.ingestion import IngestOutcome, IngestSource
-from ragline.services.queued_jobs import QueuedJobService
+from ragline.services.ingestion.ingest_stats import Progress
+from ragline.services.ingestion.ingestion import IngestOutcome, IngestSource
+from ragline.services.ingestion.queued_jobs import QueuedJobService
 
 
 def job_counters(job: Job) -> dict[str, int]:
@@ -24,7 +24,7 @@ def job_counters(job: Job) -> dict[str, int]:
 class IngestionDoor(Door):
     def submit(self, caller: Principal, source: IngestSource, *, wait: bool = False,
                progress: Progress | None = None) -> IngestOutcome:
-        """The one submission path; see services/ingestion.py. Directories on the server
+        """The one submission path; see services/ingestion/ingestion.py. Directories on the server
         are read for admins only and, for network callers, only under
         ``RAGLINE_INGEST_ALLOWED_ROOTS``."""
         if source.kind == "directory":

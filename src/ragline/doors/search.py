@@ -9,7 +9,7 @@ from typing import Any
 from ragline.core.principal import Principal
 from ragline.doors.base import Door
 from ragline.errors import ModelNotLoaded, RaglineError, RerankError
-from ragline.services.searching import SearchRequest, SearchResponse
+from ragline.services.search.searching import SearchRequest, SearchResponse
 from ragline.settings import Settings
 from ragline.wiring import Services, SyncBridge
 

@@ -16,7 +16,7 @@ from psycopg import sql
 from psycopg_pool import ConnectionPool
 
 from ragline.catalog.pg_queue import JobQueue
-from ragline.services.queue_worker import run_worker
+from ragline.services.ingestion.queue_worker import run_worker
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ from ragline.errors import ProviderError
 from ragline.facade import DocumentInput, Ragline
 from ragline.providers.embedders.gemini import GeminiEmbedder
 from ragline.providers.registry import registry
-from ragline.services.searching import SearchRequest
+from ragline.services.search.searching import SearchRequest
 from ragline.settings import Settings
 from ragline.testing.server import QuietHandler, serve_handler
 

@@ -3,7 +3,7 @@
 The server writes the snapshot into a temporary directory of its own and sends
 it as a .tar.gz; the caller (``ragline backup DEST``) unpacks it where it likes, so no client
 chooses a path on the server. Writes pause while catalog and shards are
-copied; searches do not (see ragline.services.backup).
+copied; searches do not (see ragline.services.admin.backup).
 """
 
 from __future__ import annotations

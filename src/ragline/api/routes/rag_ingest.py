@@ -4,7 +4,7 @@ Each source lands in the collection given as ``?collection=`` or the default
 collection, under the caller's tenant. Small inputs are processed while the
 request waits (201 with a summary); larger ones become a job (202 with its id,
 pollable at ``/ingestion/status/{job_id}``): that policy lives in
-``services/ingestion.py``. The upload's size limit is checked here on the
+``services/ingestion/ingestion.py``. The upload's size limit is checked here on the
 declared length before the body is read (an HTTP concern), and again on the bytes.
 """
 

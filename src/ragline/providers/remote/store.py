@@ -15,7 +15,7 @@ ingestion re-embeds unchanged chunks), and ``size_bytes`` is what the remote's
 
 The same class is what a named connection of provider ``ragline-remote`` builds, so
 one connection is both a store and a ``?service=ID`` pass-through target:
-:meth:`RemoteRaglineStore.http_target` says where ``ragline.services.routing``
+:meth:`RemoteRaglineStore.http_target` says where ``ragline.services.connections.routing``
 forwards collection requests unchanged (with the connection's key and the caller's
 tenant and role), and :meth:`RemoteRaglineStore.health` reports the server's own
 details (collection count, storage size, version, cross-encoder) and whether the key

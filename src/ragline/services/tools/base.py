@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from ragline.services.rag_context import Retriever, TurnEmbeddings
+from ragline.services.search.rag_context import Retriever, TurnEmbeddings
 
 
 @dataclass

@@ -292,7 +292,7 @@ class QdrantEdgeStore:
     # -- housekeeping ------------------------------------------------------------
     def reopen_bytes(self) -> int:
         """Free space reopening every shard may take: the disk reserve never goes below
-        it (services/diskspace.py, issue 32). Replaying a shard's WAL writes its
+        it (services/corpus/diskspace.py, issue 32). Replaying a shard's WAL writes its
         operations into the segments' preallocated (sparse) files, so each shard counts
         the bytes its WAL holds (walked at most every 5 s) plus
         :data:`SHARD_REOPEN_SLACK`."""

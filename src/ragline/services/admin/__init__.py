@@ -1,0 +1,1 @@
+"""Keys, health and info, backups, export and import."""

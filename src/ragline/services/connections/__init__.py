@@ -1,0 +1,1 @@
+"""Named connections (providers with their configs) and ``?service=`` routing."""
