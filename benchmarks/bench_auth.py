@@ -1,7 +1,7 @@
 """What the API-key check costs per request: auth on vs off, measured in the same run.
 
 Two figures, interleaved so machine noise hits both sides alike:
-* ``Ragline.authenticate`` alone (the per-request key check: header value -> Principal),
+* ``rl.keys.authenticate`` alone (the per-request key check: header value -> Principal),
   warm (the usual case: the key was seen in the last 5 s) and cold (a catalog read);
 * a real search over HTTP (uvicorn on loopback, sequential requests), auth on vs off.
 

@@ -355,7 +355,7 @@ def test_ingestion_building_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.slow
 def test_ingestion_facade(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """docs/ingestion.md's `Ragline.ingest` example: a directory, an upload, text and a URL."""
+    """docs/ingestion.md's `rl.ingestion.submit` example: a directory, an upload, text and a URL."""
     need_model()
     from ragline.facade import Ragline
     from ragline.settings import Settings

@@ -1,4 +1,4 @@
-"""``Ragline.verify`` findings the CLI test cannot reach (start-up recovery runs first
+"""``rl.admin.verify`` findings the CLI test cannot reach (start-up recovery runs first
 there): stale state rows of an old shard, and a collection whose shard vanished."""
 
 from __future__ import annotations
