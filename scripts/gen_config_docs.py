@@ -59,7 +59,7 @@ model = "nomic-embed-text"
 """
 
 
-# For settings whose Field has no description= yet (prefer adding one in settings.py:
+# For settings whose Field has no description= yet (prefer adding one in ragline/settings/:
 # a description there wins over this table).
 FALLBACK = {
     "default_tenant": "Tenant of callers that do not name one.",

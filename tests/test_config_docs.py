@@ -27,4 +27,4 @@ def test_every_setting_is_documented() -> None:
     for name, field in Settings.model_fields.items():
         assert f"| `{name}` |" in text
         assert field.description or name in gen_config_docs.FALLBACK, (
-            f"setting '{name}' has no description: add description= in settings.py")
+            f"setting '{name}' has no description: add description= in ragline/settings/")

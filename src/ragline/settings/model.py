@@ -1,28 +1,15 @@
-"""All configuration in one pydantic-settings object.
-
-Built once, in the app factory or the CLI, never at import time, so tests can
-build as many differently configured apps as they like. Every field reads from
-``RAGLINE_<FIELD>`` (or a ``.env`` file); secrets are ``SecretStr`` so they
-never show up in logs, reprs or API responses.
-"""
+"""``Settings``: every field reads ``RAGLINE_<FIELD>`` (see the package docstring)."""
 
 from __future__ import annotations
 
-import difflib
 import os
-import re
-import tomllib
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     AliasChoices,
-    BaseModel,
-    ConfigDict,
     Field,
     SecretStr,
-    ValidationError,
     field_validator,
     model_validator,
 )
@@ -31,142 +18,22 @@ from pydantic_settings import (
     NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
-    SettingsError,
     TomlConfigSettingsSource,
 )
 
-from ragline.errors import ConfigError
-
-CONFIG_ENV = "RAGLINE_CONFIG"
-DEFAULT_CONFIG_FILE = Path("ragline.toml")
-# The TOML file the Settings being built read (see load_settings); a context
-# variable, not a global, so concurrent tests building settings do not mix.
-_config_file: ContextVar[Path | None] = ContextVar("ragline_config_file", default=None)
-
-
-ASIDE_SECTIONS: tuple[str, ...] = (
-    "Try With AI", "Exercise", "Exercises", "Checkpoint", "Key Concepts Checkpoint",
-    "Mastery Gate", "Quiz", "Self-Assessment", "Reflect",
-    "Reflection", "Independent Practice", "Hands-On Challenge",
-    "Hands-On Challenges", "Learning Objectives", "Learning Outcomes", "Prerequisites",
-    "Navigation", "Next Steps", "What Comes Next?",
+from ragline.settings.base import (
+    ASIDE_SECTIONS,
+    StorageSettings,
+    _config_file,
+    _per_core,
+    _spec_frontmatter_defaults,
 )
-"""Default section titles (any heading level; a heading that starts with one, like
-"Exercise: Add a camera", counts) of chunks that practise or frame a lesson rather than
-teach it: the default of ``search_aside_sections`` (issue 36)."""
 
 
-def _spec_frontmatter_defaults() -> dict[str, str | int | float | bool]:
-    return {"proficiency_level": "A2", "hardware_tier": 1}
-
-
-def _per_core(per: int, least: int, most: int) -> int:
-    """A default that grows with the CPUs this process may use (2 cores: the values
-    measured as best there; more cores: the batches and threads to fill them)."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cpus = os.cpu_count() or 2
-    return max(least, min(most, per * cpus))
-
-
-class PostgresCatalogOptions(BaseModel):
-    """Where the shared catalog and job queue live when ``catalog = "postgres"``
-    (docs/scaling.md): typed here, like a provider's own Config, so a typo in
-    ``RAGLINE_CATALOG_OPTIONS`` is an error and the DSN is a secret."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    dsn: SecretStr | None = Field(None, description="libpq URI or key/value DSN of the "
-                                  "PostgreSQL that holds the catalog and the job queue.")
-    db_schema: str = Field("ragline", pattern=r"^[a-z_][a-z0-9_]{0,62}$",
-                           description="Schema of the catalog tables (migrated on start).")
-    pool_size: int = Field(8, ge=1, le=256, description="Connections per process.")
-    job_lease_s: float = Field(
-        30.0, gt=0, description="A worker holds a job this long without a heartbeat; after "
-        "that (a killed worker) another worker takes it again.")
-    job_max_attempts: int = Field(3, ge=1, description="Claims of one job before it fails.")
-    worker_poll_s: float = Field(0.5, gt=0, description="How often an idle worker looks "
-                                 "for a queued job.")
-
-
-class Settings(BaseSettings):
+class Settings(StorageSettings):
     model_config = SettingsConfigDict(
         env_prefix="RAGLINE_", env_file=".env", extra="ignore", env_file_encoding="utf-8"
     )
-
-    # --- storage -----------------------------------------------------------
-    data_dir: Path = Field(Path("./data"), description="Where the catalog and shards live.")
-    store: str = Field("qdrant-edge", description="Vector store provider name (registry "
-                       "group ragline.stores).")
-    store_options: dict[str, Any] = Field(
-        default_factory=dict, description="The store provider's own config (its JSON Schema: "
-        "GET /api/providers), e.g. RAGLINE_STORE_OPTIONS='{\"hnsw_ef\": 256}'. The data "
-        "directory's 'collections' folder is filled in as 'path' for embedded stores.")
-    default_tenant: str = "default"
-
-    # --- scale-out: a shared catalog and job queue (issue 14; docs/scaling.md) ---------
-    catalog: Literal["sqlite", "postgres"] = Field(
-        "sqlite", description="'sqlite': the catalog and in-process jobs in the data "
-        "directory (one process). 'postgres': collections, ingestion state, jobs, keys and "
-        "conversations in PostgreSQL (catalog_options), shared by any number of API "
-        "processes and `ragline worker` processes; needs a server store (pgvector, qdrant).")
-    catalog_options: PostgresCatalogOptions = Field(
-        default_factory=PostgresCatalogOptions,
-        description="The PostgreSQL catalog's options, e.g. RAGLINE_CATALOG_OPTIONS="
-        "'{\"dsn\": \"postgresql://rag:pw@db/rag\"}'.")
-
-    # --- limits ------------------------------------------------------------
-    max_documents_per_request: int = 50_000
-    list_default_limit: int = 100
-    list_max_limit: int = 1000
-    filter_max_depth: int = 8
-    filter_max_conditions: int = 256
-    filter_max_in_values: int = 1024
-
-    # --- scale: indexes built in the background (issue 18; docs/storage.md) -------------
-    background_indexing: bool = Field(
-        True, description="Build HNSW/payload indexes of growing collections in the "
-        "background (a copy optimized in a subprocess, then swapped in).")
-    indexing_min_points: int = Field(
-        20_000, ge=1, description="A build starts once this many points are unindexed ...")
-    indexing_growth: float = Field(
-        0.05, ge=0.0, description="... and they are at least this fraction of the indexed "
-        "points (every build copies the whole shard).")
-    indexing_interval_s: float = Field(
-        5.0, gt=0, description="How often shards are checked for a due build.")
-
-    # --- bulk writes (issue 18): the server process's garbage collector --------------
-    gc_gen0_threshold: int = Field(
-        50_000, ge=0, description="Python's first-generation garbage-collection threshold "
-        "in 'ragline serve' processes (Python's default: 700), which also freeze the objects "
-        "made at start-up out of later collections. A batch of 1,000 parsed 384-d documents "
-        "set off ~13 collections that each walked its vectors (~9 ms a batch, plus a 100-200 "
-        "ms full collection every ~15 batches); 0 keeps Python's defaults.")
-
-    # --- hardening (issue 10): limits checked before work is done ----------------
-    max_request_bytes: int = Field(
-        64 * 1024 * 1024, ge=1024, description="Largest request body (uploads and the webhook "
-        "have their own limits); checked on Content-Length and while reading.")
-    webhook_max_bytes: int = Field(
-        25 * 1024 * 1024, ge=1024, description="Largest GitHub webhook body (GitHub caps "
-        "payloads at 25 MB), checked before the signature.")
-    max_json_depth: int = Field(
-        64, ge=8, le=1000, description="Deepest nesting of lists and objects in a JSON "
-        "request body (embedding arrays aside); deeper is a 400 naming the field.")
-    max_document_chars: int = Field(
-        1_000_000, ge=1, description="Longest document text accepted by the documents API.")
-    max_query_chars: int = Field(
-        20_000, ge=1, description="Longest search query text.")
-    max_metadata_bytes: int = Field(
-        65_536, ge=64, description="Largest metadata object of one document (as JSON).")
-    disk_reserve_bytes: int = Field(
-        256 * 1024 * 1024, ge=0, description="Free space every write must leave on the data "
-        "directory's filesystem (opening shards and the largest write need it); below it "
-        "writes answer 507 and reads go on. 0 disables the check.")
-    max_embedding_dimension: int = Field(
-        4096, ge=1, description="Largest pre-computed embedding accepted (a larger one would "
-        "lock a collection to that size).")
 
     # --- embeddings --------------------------------------------------------
     default_embedder: str = "local"
@@ -538,137 +405,3 @@ class Settings(BaseSettings):
         if self.hub_offline:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-
-
-def hub_offline() -> None:
-    """Hugging Face libraries offline (the same switches as
-    ``Settings.apply_process_environment``), for code that loads models without a
-    ``Settings`` at hand (model export)."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-
-
-def openai_api_key_from_env() -> str | None:
-    """The OpenAI-compatible embedder's key when its config names none:
-    ``RAGLINE_OPENAI_API_KEY``, then the SDK's conventional ``OPENAI_API_KEY``. Read
-    here so the environment is read in one module only."""
-    return os.environ.get("RAGLINE_OPENAI_API_KEY") or os.environ.get("OPENAI_API_KEY") or None
-
-
-def child_process_env(**extra: str) -> dict[str, str]:
-    """The environment for a child process (git): ours plus ``extra``. Kept here so the
-    environment is read in one module only."""
-    return {**os.environ, **extra}
-
-
-def find_config_file(explicit: Path | None = None,
-                     environ: dict[str, str] | None = None) -> Path | None:
-    """``--config`` > ``$RAGLINE_CONFIG`` > ``./ragline.toml`` if it exists > none.
-
-    An explicitly named file must exist; the implicit ``./ragline.toml`` is optional.
-    """
-    env = os.environ if environ is None else environ
-    named = explicit or (Path(env[CONFIG_ENV]) if env.get(CONFIG_ENV) else None)
-    if named is not None:
-        if not named.is_file():
-            raise ConfigError(f"config file '{named.name}' not found")
-        return named
-    return DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.is_file() else None
-
-
-def _check_file_keys(path: Path) -> None:
-    """Unknown keys in the file are errors (a typo must not be silently ignored)."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path.name}: not valid TOML ({exc})") from exc
-    except OSError as exc:
-        raise ConfigError(f"{path.name}: cannot be read ({exc.strerror})") from exc
-    known = set(Settings.model_fields)
-    for key in data:
-        if key not in known:
-            close = difflib.get_close_matches(key, known, n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise ConfigError(f"{path.name}: unknown key '{key}'{hint}")
-
-
-def _describe(err: Any, path: Path | None) -> str:
-    key = ".".join(str(p) for p in err.get("loc", ())) or "?"
-    where = f" (also check {path.name}, RAGLINE_{key.split('.')[0].upper()} and flags)" \
-        if path else f" (check RAGLINE_{key.split('.')[0].upper()} and flags)"
-    return f"invalid setting '{key}': {err.get('msg', 'invalid value')}{where}"
-
-
-def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
-    """Settings from flags (``overrides``; None values ignored) > env > TOML file > defaults.
-
-    Validated once, here; any error is a :class:`ConfigError` naming the key.
-    """
-    path = find_config_file(config_file)
-    if path is not None:
-        _check_file_keys(path)
-    flags = {k: v for k, v in overrides.items() if v is not None}
-    token = _config_file.set(path)
-    try:
-        settings = Settings(**flags)
-    except ValidationError as exc:
-        raise ConfigError("; ".join(_describe(e, path) for e in exc.errors())) from None
-    except SettingsError as exc:  # names the field and the source, never the value
-        raise ConfigError(str(exc)) from None
-    finally:
-        _config_file.reset(token)
-    object.__setattr__(settings, "_ragline_config_file", path)
-    return settings
-
-
-def setting_sources(settings: Settings, flags: dict[str, Any] | None = None,
-                    environ: dict[str, str] | None = None) -> dict[str, str]:
-    """Where each value came from: flag, env, file or default (for ``config show``)."""
-    env = os.environ if environ is None else environ
-    file_keys: set[str] = set()
-    if settings.config_file is not None:
-        file_keys = set(tomllib.loads(settings.config_file.read_text(encoding="utf-8")))
-    out: dict[str, str] = {}
-    env_names = {k.upper() for k in env}
-    for name, field in Settings.model_fields.items():
-        alias = field.validation_alias
-        names = ({str(a).upper() for a in alias.choices if a != name}
-                 if isinstance(alias, AliasChoices)
-                 else {alias.upper()} if isinstance(alias, str)
-                 else {f"RAGLINE_{name.upper()}"})
-        if flags and flags.get(name) is not None:
-            out[name] = "flag"
-        elif names & env_names:
-            out[name] = "env"
-        elif name in file_keys:
-            out[name] = "file"
-        else:
-            out[name] = "default"
-    return out
-
-
-_SECRET_WORDS = ("key", "secret", "token", "password", "passwd", "dsn", "credential")
-_URL_PASSWORD = re.compile(r"(://[^/:@\s]*:)[^/@\s]+@")
-
-
-def _mask(name: str, value: Any) -> Any:
-    if isinstance(value, SecretStr):
-        return "********"
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, BaseModel):  # typed options: SecretStr fields are masked below
-        return {k: _mask(k, v) for k, v in dict(value).items()}
-    if isinstance(value, dict):
-        # provider options are plain dicts: mask what looks like a credential
-        return {k: "********" if any(w in k.lower() for w in _SECRET_WORDS) and v
-                else _mask(k, v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_mask(name, v) for v in value]
-    if isinstance(value, str):  # a URL under another name may still carry a password
-        return _URL_PASSWORD.sub(r"\1********@", value)
-    return value
-
-
-def masked_dump(settings: Settings) -> dict[str, Any]:
-    """Every setting as JSON-able values, secrets shown as '********' (null if unset)."""
-    return {name: _mask(name, getattr(settings, name)) for name in Settings.model_fields}
