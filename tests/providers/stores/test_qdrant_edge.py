@@ -273,3 +273,92 @@ def test_the_removed_in_process_option_is_refused_clearly(tmp_path: Path) -> Non
     assert QdrantEdgeConfig(path=tmp_path, shard_processes=True).path == tmp_path  # type: ignore[call-arg]
     with pytest.raises(ValidationError, match="shard_processes is gone"):
         QdrantEdgeConfig(path=tmp_path, shard_processes=False)  # type: ignore[call-arg]
+
+
+def _hosts_of_this_process() -> dict[int, int]:
+    """pid -> niceness of this process's host processes (spares included)."""
+    import os
+
+    out = {}
+    for p in Path("/proc").iterdir():
+        try:
+            if not p.name.isdigit() or int((p / "stat").read_text().rsplit(")", 1)[1].split()[1]) \
+                    != os.getpid():
+                continue
+            if b"qdrant_edge.host" in (p / "cmdline").read_bytes() and _alive(int(p.name)):
+                out[int(p.name)] = os.getpriority(os.PRIO_PROCESS, int(p.name))
+        except (OSError, ValueError):
+            continue  # a process that ended meanwhile
+    return out
+
+
+def _wait_for(cond, timeout: float = 60.0):  # type: ignore[no-untyped-def]
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not (got := cond()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return got
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="Linux only")
+def test_a_build_host_starts_niced_and_a_taken_spare_can_wait_to_be_replaced(
+        tmp_path: Path) -> None:
+    """Issue 34's swap stall: a spare host starts at normal priority (it may come to
+    serve searches), so a background build's own step gets a host of its own started
+    niced, and the spare its new generation takes is replaced only after the build."""
+    import time
+
+    from ragline.providers.stores.qdrant_edge.config import QdrantEdgeConfig
+    from ragline.providers.stores.qdrant_edge.hosts import Spawner
+
+    options = QdrantEdgeConfig(path=tmp_path).model_dump(mode="json")
+    spawner = Spawner()
+    started = []
+    try:
+        (tmp_path / "a").mkdir()
+        niced = spawner.start("create", tmp_path / "a" / "g1", 8, options, nice=7)
+        started.append(niced)
+        assert _hosts_of_this_process()[niced.pid] == 7
+        # the spare the first start asked for, at normal priority
+        spare = _wait_for(lambda: [p for p, n in _hosts_of_this_process().items()
+                                   if p != niced.pid and n == 0])
+        assert len(spare) == 1
+        (tmp_path / "b").mkdir()
+        took = spawner.start("create", tmp_path / "b" / "g1", 8, options, refill=False)
+        started.append(took)
+        assert took.pid == spare[0]  # the spare, at once
+        assert took.count("default", None) == 0  # and it serves
+        time.sleep(1.0)
+        assert set(_hosts_of_this_process()) == {niced.pid, took.pid}  # not replaced yet
+        spawner.refill()
+        again = _wait_for(lambda: set(_hosts_of_this_process()) - {niced.pid, took.pid})
+        assert len(again) == 1
+    finally:
+        for host in started:
+            host.close()
+        spawner.close()
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="Linux only")
+def test_a_background_build_leaves_one_spare_host_behind(tmp_path: Path) -> None:
+    """The new generation of a build is served by the spare that waited; once the build
+    is over, a new spare waits for the next open or build (one, not more)."""
+    from ragline.testing.store_conformance import DIM, rec
+
+    store = QdrantEdgeStore(QdrantEdgeConfig(path=tmp_path / "shards"))
+    try:
+        store.create_shard("k", DIM)
+        store.upsert("k", [rec(i, {"x": i}) for i in range(1, 40)])
+        serving = store.table.host("k")
+        assert serving is not None
+        spare = _wait_for(lambda: set(_hosts_of_this_process()) - {serving.pid})
+        assert store.build_index("k") is True
+        new = store.table.host("k")
+        assert new is not None and {new.pid} == spare  # the spare serves the new generation
+        after = _wait_for(lambda: set(_hosts_of_this_process()) - {new.pid})
+        assert len(after) == 1 and after != spare
+        assert set(_hosts_of_this_process()) == {new.pid, *after}  # the old host is gone
+        assert len(dense(store, "k", "default", rec(3, {}).embedding, None, 3)) == 3
+    finally:
+        store.close()

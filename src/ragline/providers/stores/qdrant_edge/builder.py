@@ -134,9 +134,13 @@ class Builder:
                 if self.new is not None:
                     self.new.kill()
                 shutil.rmtree(self.dst, ignore_errors=True)
-        with self.phases.phase("close"):
-            self.table.retire(entry)
-        self.remove(entry.path)
+                self.table.refill_hosts()
+        try:
+            with self.phases.phase("close"):
+                self.table.retire(entry)
+            self.remove(entry.path)
+        finally:
+            self.table.refill_hosts()
         return True
 
     def copy(self, entry: Entry) -> None:
@@ -160,11 +164,16 @@ class Builder:
         of the 50 points written before a build's journal started unreachable)."""
         with self.phases.phase("build"):
             _write_journal(self.dst, self.table.journal(entry)[:self.copied])
-            self.table.start_host("build", self.dst, self.dim, self.should_stop).close()
+            # a host of its own, niced from its start: the spare's replacement would
+            # start at normal priority while searches run (issue 34: the swap stall)
+            self.table.start_host("build", self.dst, self.dim, self.should_stop,
+                                  nice=self.table.config.build_nice).close()
 
     def open(self) -> None:
         with self.phases.phase("load"):
-            self.new = self.table.start_host("open", self.dst, self.dim, self.should_stop)
+            # the spare, replaced once the build is over (run's end)
+            self.new = self.table.start_host("open", self.dst, self.dim, self.should_stop,
+                                             refill=False)
 
     def replay(self, entry: Entry) -> None:
         """Rounds without the write lock, writes flowing, until at most ``FINAL_REPLAY``

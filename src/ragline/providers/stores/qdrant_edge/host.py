@@ -96,7 +96,8 @@ def open_generation(mode: str, path: Path, dim: int, cfg: Any) -> Generation:
 
 def build(path: Path, dim: int, cfg: Any) -> None:
     """The build step on the copy at ``path`` (see the module's docstring)."""
-    os.nice(cfg.build_nice)
+    if os.getpriority(os.PRIO_PROCESS, 0) < cfg.build_nice:  # started niced, or now
+        os.setpriority(os.PRIO_PROCESS, 0, cfg.build_nice)
     shard = q.EdgeShard.load(str(path), edge_config(cfg, dim))
     journal = path / JOURNAL
     if journal.exists():

@@ -3,8 +3,9 @@
 A host (:mod:`.host`) is started with plain ``subprocess`` and spoken to with
 :mod:`.wire`'s protocol. Starting one costs an interpreter and Edge's import
 (~0.3-1 s on a loaded machine), so the :class:`Spawner` keeps one started and
-waiting: opening a shard, creating one and a build's steps take it at once and
-another is started behind them.
+waiting: opening a shard, creating one and a build's new generation take it at once
+and another is started behind them (after the build, for a build); a build's own
+step gets a niced host of its own.
 """
 
 from __future__ import annotations
@@ -139,48 +140,82 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
 class Spawner:
     """Starts host processes, all from one thread that lives as long as this process (the
     parent-death signal follows the thread that started a process: :mod:`.lifetime`),
-    made at the first start, and keeps one started and waiting from then on
-    (``prestart``: at once, for a store with shards to open)."""
+    made at the first start, and keeps one *spare* started and waiting from then on
+    (``prestart``: at once, for a store with shards to open).
+
+    A spare is started at normal priority, since it may come to serve searches; while
+    a background build runs, that start would compete with them for the CPU. So a
+    build's own step is a host of its own, started niced (``nice``), and the spare the
+    build's new generation takes is replaced only when the build is over
+    (``refill=False``, then :meth:`refill`)."""
 
     def __init__(self, prestart: bool = False) -> None:
-        self._ready: queue.Queue[_Started | BaseException] = queue.Queue()
-        self._wanted = threading.Semaphore(0)
+        self._wanted: queue.Queue[tuple[int, queue.Queue[_Started | BaseException]]] = \
+            queue.Queue()
+        self._spares: queue.Queue[_Started | BaseException] = queue.Queue()
         self._lock = threading.Lock()
         self._primed = False
+        self._coming = 0  # spares started or being started, not taken yet
         self._thread: threading.Thread | None = None
         if prestart:
             self._prime()
 
     def _prime(self) -> None:
         with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="ragline-hosts",
+                                                daemon=True)
+                self._thread.start()
             if not self._primed:
-                if self._thread is None:
-                    self._thread = threading.Thread(target=self._run, name="ragline-hosts",
-                                                    daemon=True)
-                    self._thread.start()
                 self._primed = True
-                self._wanted.release()
+                if self._coming == 0:
+                    self._want_spare()
+
+    def _want_spare(self) -> None:
+        """One more spare (the caller holds ``_lock``)."""
+        self._coming += 1
+        self._wanted.put((0, self._spares))
 
     def _run(self) -> None:
         while True:
-            self._wanted.acquire()
+            nice, answer = self._wanted.get()
             try:
                 mine, theirs = socket.socketpair()
                 with theirs:
-                    proc = subprocess.Popen([sys.executable, "-m", HOST_MODULE,
+                    niced = ["nice", "-n", str(nice)] if nice else []
+                    proc = subprocess.Popen([*niced, sys.executable, "-m", HOST_MODULE,
                                              str(os.getpid())], stdin=theirs.fileno())
-                self._ready.put((proc, mine))
+                answer.put((proc, mine))
             except Exception as exc:  # reported to the caller that waits for it
-                self._ready.put(exc)
+                answer.put(exc)
+
+    def refill(self) -> None:
+        """Start a spare if none is waiting or coming (after a ``refill=False`` start)."""
+        with self._lock:
+            if self._primed and self._coming == 0:
+                self._want_spare()
 
     def start(self, mode: str, path: Path, dim: int, options: dict[str, Any],
-              should_stop: Callable[[], bool] | None = None) -> Host:
+              should_stop: Callable[[], bool] | None = None, *, nice: int = 0,
+              refill: bool = True) -> Host:
         """A host that has opened (``open``), created (``create``) the generation at
         ``path``, or built it (``build``: the process has exited). ``should_stop`` is
-        polled while waiting: True kills the process (``StoreError``)."""
+        polled while waiting: True kills the process (``StoreError``). ``nice``: a host
+        of its own started at that niceness, the spare left waiting; ``refill``: False
+        leaves the spare taken unreplaced until :meth:`refill`."""
         self._prime()
-        self._wanted.release()  # the one taken now is replaced behind us
-        got = self._ready.get()
+        if nice:
+            answer: queue.Queue[_Started | BaseException] = queue.Queue()
+            self._wanted.put((nice, answer))
+            got = answer.get()
+        else:
+            with self._lock:
+                if self._coming == 0:  # taken unreplaced by another start meanwhile
+                    self._want_spare()
+                self._coming -= 1
+                if refill:  # the one taken now is replaced behind us
+                    self._want_spare()
+            got = self._spares.get()
         if isinstance(got, BaseException):
             raise StoreError(f"cannot start a host process: {got}")
         host = Host(*got)
@@ -209,8 +244,10 @@ class Spawner:
             self._primed = False
         while True:
             try:
-                got = self._ready.get_nowait()
+                got = self._spares.get_nowait()
             except queue.Empty:
                 return
+            with self._lock:
+                self._coming -= 1
             if not isinstance(got, BaseException):
                 Host(*got).kill()

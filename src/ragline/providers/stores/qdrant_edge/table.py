@@ -76,9 +76,15 @@ class ShardTable:
         return int((self.dir(key) / DIM_MARKER).read_text())
 
     def start_host(self, mode: str, path: Path, dim: int,
-                   should_stop: Callable[[], bool] | None = None) -> Host:
+                   should_stop: Callable[[], bool] | None = None, *, nice: int = 0,
+                   refill: bool = True) -> Host:
+        """A host for the generation at ``path`` (:meth:`.hosts.Spawner.start`)."""
         return self.hosts.start(mode, path, dim, self.config.model_dump(mode="json"),
-                                should_stop)
+                                should_stop, nice=nice, refill=refill)
+
+    def refill_hosts(self) -> None:
+        """Replace the spare host a ``refill=False`` start took."""
+        self.hosts.refill()
 
     # -- open, create, drop, close ---------------------------------------------------
     def _open(self, key: str) -> Entry | None:
