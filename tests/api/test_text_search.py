@@ -46,7 +46,7 @@ def search(client: TestClient, **body: Any) -> dict[str, Any]:
 
 
 def fake_inner(client: TestClient) -> FakeEmbedder:
-    emb = client.app.state.ragline.services.corpus.embedders.get("fake")  # type: ignore[attr-defined]
+    emb = client.app.state.ragline.services.embedders.get("fake")  # type: ignore[attr-defined]
     inner: FakeEmbedder = emb.inner
     return inner
 

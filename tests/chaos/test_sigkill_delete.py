@@ -60,7 +60,7 @@ while True:
     elif op < 0.82:
         rl.collections.empty(user, "book")
     if r.random() < 0.5:
-        ingest_tree(rl, "book", rl.tenant, book)
+        rl.ingestion.submit(me, IngestSource("directory", "book", path=book), wait=True)
     print("op", flush=True)
 """.replace("CHUNK_TOKENS", str(CHUNK_TOKENS))
 
