@@ -390,7 +390,7 @@ def test_a_lowered_setting_refuses_files_of_a_directory_naming_it_the_rest_inges
     (tree / "small.html").write_bytes(_deep_html(10))
     r = client.post("/ingestion/trigger", json={"collection": "knowledge", "path": str(tree)})
     assert r.status_code == 202, r.text
-    client.app.state.ragline.services.ingestion.jobs.wait(  # type: ignore[attr-defined]
+    client.app.state.ragline.services.jobs.wait(  # type: ignore[attr-defined]
         r.json()["job_id"], timeout=60)
     job = client.get(f"/ingestion/status/{r.json()['job_id']}").json()
     assert job["status"] == "succeeded", job
