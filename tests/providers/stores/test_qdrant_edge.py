@@ -313,15 +313,18 @@ def test_a_build_host_starts_niced_and_a_taken_spare_can_wait_to_be_replaced(
     from ragline.providers.stores.qdrant_edge.hosts import Spawner
 
     options = QdrantEdgeConfig(path=tmp_path).model_dump(mode="json")
+    before = set(_hosts_of_this_process())  # hosts of stores earlier tests left open
+    def mine() -> dict[int, int]:
+        return {p: n for p, n in _hosts_of_this_process().items() if p not in before}
     spawner = Spawner()
     started = []
     try:
         (tmp_path / "a").mkdir()
         niced = spawner.start("create", tmp_path / "a" / "g1", 8, options, nice=7)
         started.append(niced)
-        assert _hosts_of_this_process()[niced.pid] == 7
+        assert mine()[niced.pid] == 7
         # the spare the first start asked for, at normal priority
-        spare = _wait_for(lambda: [p for p, n in _hosts_of_this_process().items()
+        spare = _wait_for(lambda: [p for p, n in mine().items()
                                    if p != niced.pid and n == 0])
         assert len(spare) == 1
         (tmp_path / "b").mkdir()
@@ -330,9 +333,9 @@ def test_a_build_host_starts_niced_and_a_taken_spare_can_wait_to_be_replaced(
         assert took.pid == spare[0]  # the spare, at once
         assert took.count("default", None) == 0  # and it serves
         time.sleep(1.0)
-        assert set(_hosts_of_this_process()) == {niced.pid, took.pid}  # not replaced yet
+        assert set(mine()) == {niced.pid, took.pid}  # not replaced yet
         spawner.refill()
-        again = _wait_for(lambda: set(_hosts_of_this_process()) - {niced.pid, took.pid})
+        again = _wait_for(lambda: set(mine()) - {niced.pid, took.pid})
         assert len(again) == 1
     finally:
         for host in started:
@@ -346,19 +349,22 @@ def test_a_background_build_leaves_one_spare_host_behind(tmp_path: Path) -> None
     is over, a new spare waits for the next open or build (one, not more)."""
     from ragline.testing.store_conformance import DIM, rec
 
+    before = set(_hosts_of_this_process())  # hosts of stores earlier tests left open
+    def mine() -> dict[int, int]:
+        return {p: n for p, n in _hosts_of_this_process().items() if p not in before}
     store = QdrantEdgeStore(QdrantEdgeConfig(path=tmp_path / "shards"))
     try:
         store.create_shard("k", DIM)
         store.upsert("k", [rec(i, {"x": i}) for i in range(1, 40)])
         serving = store.table.host("k")
         assert serving is not None
-        spare = _wait_for(lambda: set(_hosts_of_this_process()) - {serving.pid})
+        spare = _wait_for(lambda: set(mine()) - {serving.pid})
         assert store.build_index("k") is True
         new = store.table.host("k")
         assert new is not None and {new.pid} == spare  # the spare serves the new generation
-        after = _wait_for(lambda: set(_hosts_of_this_process()) - {new.pid})
+        after = _wait_for(lambda: set(mine()) - {new.pid})
         assert len(after) == 1 and after != spare
-        assert set(_hosts_of_this_process()) == {new.pid, *after}  # the old host is gone
+        assert set(mine()) == {new.pid, *after}  # the old host is gone
         assert len(dense(store, "k", "default", rec(3, {}).embedding, None, 3)) == 3
     finally:
         store.close()
