@@ -33,14 +33,13 @@ import qdrant_edge as q
 
 from ragline.observability.memory import release_freed_memory
 from ragline.providers.stores.qdrant_edge import lifetime, wire
-from ragline.providers.stores.qdrant_edge.generation import (
-    Generation,
-    SearchConfig,
+from ragline.providers.stores.qdrant_edge.generation import Generation, SearchConfig
+from ragline.providers.stores.qdrant_edge.generations import JOURNAL
+from ragline.providers.stores.qdrant_edge.indexes import (
     base_index_params,
     index_memory,
     index_params,
 )
-from ragline.providers.stores.qdrant_edge.generations import JOURNAL
 from ragline.providers.stores.qdrant_edge.queries import VECTOR
 from ragline.providers.stores.qdrant_edge.resident import read_ahead
 
