@@ -9,7 +9,6 @@ commands, out-of-scope questions refused. Registered on the ``eval`` app by
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -18,6 +17,7 @@ import typer
 from rich.console import Console
 
 from ragline.cli.common import client_command
+from ragline.cli.eval_cmd import finish_report
 from ragline.cli.target import Target
 
 
@@ -78,16 +78,7 @@ def answers(
     if max_invented is not None and report.metrics["invented"] > max_invented:
         failures.append(f"{report.metrics['invented']} answers invent commands "
                         f"(at most {max_invented} allowed)")
-    payload["failures"] = failures
-    if output is not None:
-        output.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n",
-                          encoding="utf-8")
-    for failure in failures:
-        console.print(f"[red]threshold missed:[/red] {failure}")
-    if as_json:
-        typer.echo(json.dumps(payload, ensure_ascii=False))
-    if failures:
-        raise typer.Exit(1)
+    finish_report(console, payload, failures, output, as_json)
 
 
 def _asker(target: Target, collection: str) -> Any:

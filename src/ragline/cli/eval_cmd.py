@@ -152,6 +152,13 @@ def questions(
                 (("hit@1", min_hit1), ("hit@3", min_hit3), ("hit@5", min_hit5),
                  ("mrr", min_mrr)) if value is not None}
     failures += ev.check_thresholds(report.metrics, minimums)
+    finish_report(console, payload, failures, output, as_json)
+
+
+def finish_report(console: Any, payload: dict[str, Any], failures: list[str],
+                  output: Path | None, as_json: bool) -> None:
+    """The end every eval command shares: the failures in the payload, the JSON file
+    (``--output``), the missed thresholds printed, ``--json`` echoed, exit 1 on a miss."""
     payload["failures"] = failures
     if output is not None:
         output.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n",
